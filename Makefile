@@ -1,0 +1,39 @@
+# The only install path. `make test` builds .venv/ once (a stamp file skips it afterwards).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TORCH_VERSION := 2.13.0
+FAIRSEQ := fairseq-fixed==0.12.3.1
+SHARED ?= ../shared
+WORK ?= work
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+
+.PHONY: venv test demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	# torch first and pinned: any other version pulls a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==$(TORCH_VERSION)
+	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt torch==$(TORCH_VERSION)
+	# fairseq-fixed is an sdist with C++ extensions that import torch at build time.
+	$(BIN)/pip install -q --no-build-isolation --no-deps $(FAIRSEQ)
+	$(BIN)/pip install -q --no-build-isolation --no-deps -e .
+	$(BIN)/python -c "import fairseq, fairseq_tree, stanza, torch; print('fairseq', fairseq.__version__, 'torch', torch.__version__)"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+demo: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/demo.sh $(SHARED) $(WORK)
+
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_preprocess.py --quick
+
+clean:
+	rm -rf $(VENV) build *.egg-info

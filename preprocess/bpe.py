@@ -1,0 +1,50 @@
+"""Subword segmentation with subword-nmt: learn codes on the training words, split words into pieces.
+
+Codes are learned jointly on the source and target words of the training split only (counts in, no
+text file of the corpus needed), so ``--joined-dictionary`` works out of the box.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from typing import List, Optional
+
+SEPARATOR = "@@"
+
+
+def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_frequency: int = 2) -> None:
+    """Learn ``num_merges`` BPE merges from ``word -> count`` and write subword-nmt codes."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    # subword-nmt reads "word count" lines when is_dict=True; sorted for a deterministic result
+    vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in sorted(word_counts.items())))
+    with open(out_path, "w", encoding="utf-8") as out:
+        learn_bpe(vocab, out, num_merges, min_frequency=min_frequency, is_dict=True)
+
+
+class Segmenter:
+    """``segmenter(word) -> pieces``; identity when ``codes_path`` is None."""
+
+    def __init__(self, codes_path: Optional[str]):
+        self.bpe = None
+        self.cache: dict = {}
+        if codes_path is not None:
+            from subword_nmt.apply_bpe import BPE
+
+            with open(codes_path, encoding="utf-8") as f:
+                self.bpe = BPE(f, separator=SEPARATOR)
+
+    def __call__(self, word: str) -> List[str]:
+        pieces = self.cache.get(word)
+        if pieces is None:
+            pieces = [word] if self.bpe is None else self.bpe.segment_tokens([word])
+            self.cache[word] = pieces
+        return pieces
+
+    def segment_tokens(self, tokens: List[str]) -> List[str]:
+        out: List[str] = []
+        for w in tokens:
+            out.extend(self(w))
+        return out
+
