@@ -15,12 +15,13 @@ SEPARATOR = "@@"
 
 def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_frequency: int = 2) -> None:
     """Learn ``num_merges`` BPE merges from ``word -> count`` and write subword-nmt codes."""
-    from subword_nmt.learn_bpe import learn_bpe
+    from subword_nmt import learn_bpe as learn_module
 
+    learn_module.tqdm = lambda iterable, *args, **kwargs: iterable  # no per-merge progress bar in our logs
     # subword-nmt reads "word count" lines when is_dict=True; sorted for a deterministic result
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in sorted(word_counts.items())))
     with open(out_path, "w", encoding="utf-8") as out:
-        learn_bpe(vocab, out, num_merges, min_frequency=min_frequency, is_dict=True)
+        learn_module.learn_bpe(vocab, out, num_merges, min_frequency=min_frequency, is_dict=True)
 
 
 class Segmenter:

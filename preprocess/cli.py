@@ -1,0 +1,97 @@
+"""``fairseq-tree-preprocess``: parse, BPE and binarize a parallel (or monolingual) corpus of source trees.
+
+Flags follow ``fairseq-preprocess`` where they overlap. See the README for the files it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fairseq-tree-preprocess",
+        description="Tokenize, parse, BPE-split and binarize a corpus into a data-bin directory of source "
+                    "trees (leaves, node labels, spans) and target sentences.")
+    g = p.add_argument_group("data (as fairseq-preprocess)")
+    g.add_argument("-s", "--source-lang", required=True, metavar="SRC")
+    g.add_argument("-t", "--target-lang", metavar="TGT")
+    g.add_argument("--trainpref", metavar="FP", help="train file prefix: FP.SRC, FP.TGT")
+    g.add_argument("--validpref", metavar="FP")
+    g.add_argument("--testpref", metavar="FP")
+    g.add_argument("--destdir", default="data-bin", metavar="DIR")
+    g.add_argument("--only-source", action="store_true", help="monolingual: binarize source trees only")
+    g.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes")
+    g.add_argument("--joined-dictionary", action="store_true", help="one dictionary for source and target")
+    g.add_argument("--srcdict", metavar="FP")
+    g.add_argument("--tgtdict", metavar="FP")
+    g.add_argument("--labeldict", metavar="FP", help="reuse a node-label dictionary")
+    g.add_argument("--nwordssrc", type=int, default=-1, metavar="N")
+    g.add_argument("--nwordstgt", type=int, default=-1, metavar="N")
+    g.add_argument("--thresholdsrc", type=int, default=0, metavar="N")
+    g.add_argument("--thresholdtgt", type=int, default=0, metavar="N")
+
+    g = p.add_argument_group("tokenization, parsing, subwords")
+    g.add_argument("--tokenize", choices=["moses", "none"], default="moses",
+                   help="moses: sacremoses (PTB conventions on the source side); none: split on whitespace")
+    g.add_argument("--parser", choices=["stanza", "given"], default="stanza",
+                   help="given: trees are read, one bracketed tree per line, from SRC files or --trees-dir")
+    g.add_argument("--trees-dir", metavar="DIR",
+                   help="with --parser given: read DIR/{split}.SRC.trees (e.g. a previous run's destdir) and "
+                        "check their leaves against the tokenized SRC text")
+    g.add_argument("--unary", choices=["lowest", "highest", "join"], default="lowest",
+                   help="which label a collapsed unary chain keeps")
+    g.add_argument("--bpe-codes", metavar="FILE", help="subword-nmt codes to apply")
+    g.add_argument("--bpe-merges", type=int, metavar="N", help="learn N BPE merges on the training split")
+    g.add_argument("--max-positions", type=int, default=1024, metavar="N",
+                   help="longest source (leaves + nodes) and target (tokens + EOS)")
+    g.add_argument("--on-error", choices=["fail", "skip"], default="fail",
+                   help="fail: stop at the first bad line, naming file and line; skip: drop the pair on both "
+                        "sides and list it with its reason in preprocess.json")
+    g.add_argument("--parse-batch-size", type=int, default=256, metavar="N", help="sentences per parser call")
+    g.add_argument("--shard-size", type=int, default=2000, metavar="N",
+                   help="lines per shard (the unit of parallel work and of resuming)")
+    g.add_argument("--keep-work", action="store_true", help="keep DESTDIR/.work (per-shard intermediates)")
+
+    g = p.add_argument_group("stanza")
+    g.add_argument("--stanza-model-dir", metavar="DIR",
+                   help="a directory written by scripts/train_stanza_parser.sh (pos.pt, constituency.pt, pretrain.pt)")
+    g.add_argument("--stanza-pos-model", metavar="FILE")
+    g.add_argument("--stanza-constituency-model", metavar="FILE")
+    g.add_argument("--stanza-pretrain", metavar="FILE", help="word vectors (pretrain.pt) of both models")
+    g.add_argument("--stanza-download", action="store_true",
+                   help="allow downloading stanza's English models (needs a network)")
+    g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
+                   help="sentences per stanza constituency batch")
+    return p
+
+
+def cli_main(argv=None) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr)
+    args = get_parser().parse_args(argv)
+    if args.bpe_codes and args.bpe_merges:
+        get_parser().error("give --bpe-codes or --bpe-merges, not both")
+    if args.trees_dir and args.parser != "given":
+        get_parser().error("--trees-dir only goes with --parser given")
+    if args.workers < 1 or args.shard_size < 1:
+        get_parser().error("--workers and --shard-size must be positive")
+
+    from preprocess.pipeline import run
+    from preprocess.stages import PreprocessError
+
+    try:
+        run(args)
+    except PreprocessError as e:
+        logging.getLogger("fairseq_tree.preprocess").error("%s", e)
+        print(f"fairseq-tree-preprocess: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

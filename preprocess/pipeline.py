@@ -1,0 +1,380 @@
+"""The preprocessing pipeline: raw parallel text -> parsed, subword-split, binarized ``data-bin/``.
+
+Passes (each over shards of ``--shard-size`` lines, in ``--workers`` processes, streaming):
+
+1. parse: validate lines, tokenize (sacremoses), parse the source (stanza, or given trees);
+2. learn BPE on the training words (``--bpe-merges``) unless ``--bpe-codes`` is given;
+3. bpe: split words into pieces (a split word becomes a POS-labelled subtree), length filter;
+4. dictionaries from the training split (or ``--srcdict``/``--tgtdict``/``--labeldict``);
+5. binarize shards, then merge them into the final datasets.
+
+Shard outputs live in ``DESTDIR/.work`` and are written under temporary names, so an interrupted run
+resumes from the shards it completed; final files are renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import time
+from collections import Counter
+from typing import Callable, Dict, Iterable, List, Optional
+
+from preprocess import stages
+from preprocess.stages import PreprocessError, Shard, StageConfig
+
+logger = logging.getLogger("fairseq_tree.preprocess")
+
+SPLITS = ("train", "valid", "test")
+WORK_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------------
+# file names (documented in the README)
+# --------------------------------------------------------------------------------------------------
+
+def dataset_prefix(destdir: str, split: str, src: str, tgt: Optional[str], lang: str) -> str:
+    """fairseq-preprocess's naming: ``{split}.{src}-{tgt}.{lang}`` (``tgt`` is ``None`` with --only-source)."""
+    return os.path.join(destdir, f"{split}.{src}-{tgt}.{lang}")
+
+
+def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str]) -> Dict[str, str]:
+    base = dataset_prefix(destdir, split, src, tgt, src)
+    out = {"leaves": base, "nodes": base + ".nodes", "spans": base + ".spans"}
+    if tgt is not None:
+        out["tgt"] = dataset_prefix(destdir, split, src, tgt, tgt)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# input indexing
+# --------------------------------------------------------------------------------------------------
+
+def index_file(path: str, shard_size: int) -> tuple:
+    """Line count and the byte offset of every ``shard_size``-th line (one streaming pass)."""
+    offsets = []
+    count = 0
+    pos = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if count % shard_size == 0:
+                offsets.append(pos)
+            pos += len(line)
+            count += 1
+    return count, offsets
+
+
+def make_shards(split: str, files: Dict[str, str], shard_size: int) -> List[Shard]:
+    counts = {}
+    offsets = {}
+    for role, path in files.items():
+        if not os.path.exists(path):
+            raise PreprocessError(f"{path}: no such file")
+        counts[role], offsets[role] = index_file(path, shard_size)
+    ref_role = "src"
+    for role, c in counts.items():
+        if c != counts[ref_role]:
+            short, long_ = (role, ref_role) if c < counts[ref_role] else (ref_role, role)
+            raise PreprocessError(
+                f"{files[short]}:{counts[short] + 1}: file ends after {counts[short]} lines, but "
+                f"{files[long_]} has {counts[long_]} lines (source and target must be parallel)")
+    n = counts[ref_role]
+    if n == 0:
+        raise PreprocessError(f"{files[ref_role]}: empty file")
+    return [Shard(split, i, i * shard_size + 1, min(shard_size, n - i * shard_size),
+                  {role: offsets[role][i] for role in files})
+            for i in range((n + shard_size - 1) // shard_size)]
+
+
+# --------------------------------------------------------------------------------------------------
+# running a stage over shards
+# --------------------------------------------------------------------------------------------------
+
+def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, init_args: tuple,
+               workers: int, workdir: str, suffix: str) -> List[dict]:
+    """Run ``func`` on every shard not yet done (its ``.json`` exists); return metas in shard order."""
+    from tqdm import tqdm
+
+    todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
+    if len(todo) < len(shards):
+        logger.info("%s: resuming, %d of %d shards already done", name, len(shards) - len(todo), len(shards))
+    total = sum(s.num_lines for s in todo)
+    if todo:
+        bar = tqdm(total=total, desc=name, unit="sent", disable=None, leave=False)
+        if workers <= 1 or len(todo) == 1:
+            init(*init_args)
+            for s in todo:
+                func(s)
+                bar.update(s.num_lines)
+        else:
+            ctx = mp.get_context("fork")
+            with ctx.Pool(min(workers, len(todo)), initializer=init, initargs=init_args) as pool:
+                for s, _ in zip(todo, pool.imap(func, todo)):
+                    bar.update(s.num_lines)
+        bar.close()
+    metas = []
+    for s in shards:
+        with open(os.path.join(workdir, s.name + suffix), encoding="utf-8") as f:
+            metas.append(json.load(f))
+    return metas
+
+
+def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> Counter:
+    total: Counter = Counter()
+    for m in metas:
+        total.update(m[key][sub] if sub else m[key])
+    return total
+
+
+def _fingerprint(args, files: dict) -> str:
+    keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
+            "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
+            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain"]
+    desc = {k: getattr(args, k, None) for k in keys}
+    desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
+                     for split, roles in files.items()}
+    desc["version"] = WORK_VERSION
+    return hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _rate(n: int, seconds: float, workers: int) -> dict:
+    """Throughput of a stage: summed worker seconds, and sentences/s over ``workers`` processes."""
+    wall = seconds / max(workers, 1)
+    return {"sentences": n, "worker_seconds": round(seconds, 3),
+            "sentences_per_s": round(n / wall, 1) if wall > 0 else None}
+
+
+# --------------------------------------------------------------------------------------------------
+# the pipeline
+# --------------------------------------------------------------------------------------------------
+
+def run(args) -> dict:
+    t_start = time.perf_counter()
+    src, tgt = args.source_lang, (None if args.only_source else args.target_lang)
+    if not args.only_source and not tgt:
+        raise PreprocessError("--target-lang is required unless --only-source is given")
+    destdir = args.destdir
+    os.makedirs(destdir, exist_ok=True)
+    workdir = os.path.join(destdir, ".work")
+
+    files: Dict[str, Dict[str, str]] = {}
+    for split in SPLITS:
+        pref = getattr(args, f"{split}pref")
+        if not pref:
+            continue
+        roles = {"src": f"{pref}.{src}"}
+        if tgt:
+            roles["tgt"] = f"{pref}.{tgt}"
+        if args.parser == "given" and args.trees_dir:
+            roles["trees"] = os.path.join(args.trees_dir, f"{split}.{src}.trees")
+        files[split] = roles
+    if "train" not in files and not (args.srcdict and (args.tgtdict or not tgt or args.joined_dictionary)):
+        raise PreprocessError("--trainpref is required unless dictionaries are given")
+
+    shards = {split: make_shards(split, roles, args.shard_size) for split, roles in files.items()}
+
+    fp = _fingerprint(args, files)
+    fp_path = os.path.join(workdir, "fingerprint")
+    if os.path.exists(workdir):
+        old = open(fp_path).read() if os.path.exists(fp_path) else None
+        if old != fp:
+            logger.info("work directory %s is from a different configuration: starting afresh", workdir)
+            shutil.rmtree(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    stages.atomic_write_text(fp_path, fp)
+
+    cfg = StageConfig(workdir=workdir, paths=files, src_lang=src, tgt_lang=tgt, parser=args.parser,
+                      tokenize=args.tokenize, on_error=args.on_error, unary=args.unary,
+                      max_positions=args.max_positions, parser_options=parser_options(args),
+                      parse_batch_size=args.parse_batch_size)
+    all_shards = [s for split in files for s in shards[split]]
+
+    # 1. parse
+    logger.info("parsing %d lines in %d shards with %s (%d workers)",
+                sum(s.num_lines for s in all_shards), len(all_shards), args.parser, args.workers)
+    t0 = time.perf_counter()
+    parse_metas = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
+                             args.workers, workdir, ".parsed.json")
+    wall = {"parse": time.perf_counter() - t0}
+    by_split = _group(all_shards, parse_metas)
+
+    # 2. BPE codes
+    codes_path = os.path.join(destdir, "bpe.codes")
+    if args.bpe_codes:
+        if os.path.abspath(args.bpe_codes) != os.path.abspath(codes_path):
+            shutil.copyfile(args.bpe_codes, codes_path + ".tmp")
+            os.replace(codes_path + ".tmp", codes_path)
+    elif args.bpe_merges:
+        if "train" not in by_split:
+            raise PreprocessError("--bpe-merges needs --trainpref (BPE is learned on train only)")
+        if not os.path.exists(os.path.join(workdir, "bpe.done")):
+            from preprocess.bpe import learn_codes
+
+            t0 = time.perf_counter()
+            words = _sum_counts(by_split["train"], "src_word_counts") + _sum_counts(by_split["train"], "tgt_word_counts")
+            learn_codes(words, args.bpe_merges, codes_path + ".tmp")
+            os.replace(codes_path + ".tmp", codes_path)
+            stages.atomic_write_text(os.path.join(workdir, "bpe.done"), "")
+            wall["learn_bpe"] = time.perf_counter() - t0
+            logger.info("learned %d BPE merges on %d word types in %.1fs", args.bpe_merges, len(words),
+                        wall["learn_bpe"])
+    else:
+        codes_path = None
+
+    # 3. subwords
+    t0 = time.perf_counter()
+    bpe_metas = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
+                           args.workers, workdir, ".bpe.json")
+    wall["bpe"] = time.perf_counter() - t0
+    bpe_by_split = _group(all_shards, bpe_metas)
+
+    # 4. dictionaries
+    dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", []))
+
+    # 5. binarize and merge
+    t0 = time.perf_counter()
+    bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
+                           (cfg, dict_paths), args.workers, workdir, ".bin.json")
+    bin_by_split = _group(all_shards, bin_metas)
+    merge_outputs(destdir, workdir, shards, src, tgt, dict_paths)
+    wall["binarize"] = time.perf_counter() - t0
+
+    report = make_report(args, files, shards, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
+                         time.perf_counter() - t_start)
+    stages.atomic_write_text(os.path.join(destdir, "preprocess.json"), json.dumps(report, indent=1) + "\n")
+    if not args.keep_work:
+        shutil.rmtree(workdir)
+    return report
+
+
+def parser_options(args) -> dict:
+    if args.parser != "stanza":
+        return {}
+    return {"pos_model": args.stanza_pos_model, "constituency_model": args.stanza_constituency_model,
+            "pretrain": args.stanza_pretrain, "model_dir": args.stanza_model_dir,
+            "download": args.stanza_download, "batch_size": args.stanza_batch_size}
+
+
+def _group(shards: List[Shard], metas: List[dict]) -> Dict[str, List[dict]]:
+    out: Dict[str, List[dict]] = {}
+    for s, m in zip(shards, metas):
+        out.setdefault(s.split, []).append(m)
+    return out
+
+
+def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_metas: List[dict]) -> Dict[str, str]:
+    """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt; returns role -> path."""
+    from fairseq.data.dictionary import Dictionary
+
+    from preprocess.binarize import build_dictionary
+
+    def counts(role):
+        return _sum_counts(train_metas, "counts", role)
+
+    def save(d: Dictionary, path: str):
+        d.save(path + ".tmp")
+        os.replace(path + ".tmp", path)
+
+    paths = {"src": os.path.join(destdir, f"dict.{src}.txt"),
+             "labels": os.path.join(destdir, f"dict.{src}.labels.txt")}
+    if tgt:
+        paths["tgt"] = os.path.join(destdir, f"dict.{tgt}.txt")
+    if args.joined_dictionary and tgt:
+        if args.srcdict or args.tgtdict:
+            joined = Dictionary.load(args.srcdict or args.tgtdict)
+        else:
+            joined = build_dictionary(counts("src") + counts("tgt"), nwords=args.nwordssrc,
+                                      threshold=args.thresholdsrc)
+        save(joined, paths["src"])
+        save(joined, paths["tgt"])
+    else:
+        src_dict = Dictionary.load(args.srcdict) if args.srcdict else build_dictionary(
+            counts("src"), nwords=args.nwordssrc, threshold=args.thresholdsrc)
+        save(src_dict, paths["src"])
+        if tgt:
+            tgt_dict = Dictionary.load(args.tgtdict) if args.tgtdict else build_dictionary(
+                counts("tgt"), nwords=args.nwordstgt, threshold=args.thresholdtgt)
+            save(tgt_dict, paths["tgt"])
+    label_dict = Dictionary.load(args.labeldict) if args.labeldict else build_dictionary(
+        counts("labels"), padding_factor=1)
+    save(label_dict, paths["labels"])
+    return paths
+
+
+def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths) -> None:
+    import numpy as np
+    from fairseq.data.dictionary import Dictionary
+
+    from preprocess.binarize import merge_datasets, token_dtype
+
+    dicts = {k: Dictionary.load(p) for k, p in dict_paths.items()}
+    dtypes = {"leaves": token_dtype(dicts["src"]), "nodes": token_dtype(dicts["labels"]), "spans": np.int32}
+    if tgt:
+        dtypes["tgt"] = token_dtype(dicts["tgt"])
+    for split, split_shards in shards.items():
+        outs = output_prefixes(destdir, split, src, tgt)
+        for key, out in outs.items():
+            merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out, dtypes[key])
+        trees_out = os.path.join(destdir, f"{split}.{src}.trees")
+        with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
+            for s in split_shards:
+                with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
+                    for line in f:
+                        fout.write(line.split("\t", 2)[1] + "\n")
+        os.replace(trees_out + ".tmp", trees_out)
+
+
+def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
+    from fairseq.data.dictionary import Dictionary
+
+    report = {"command": vars(args) if not isinstance(args, dict) else args, "splits": {},
+              "dictionaries": {k: {"path": os.path.basename(p), "size": len(Dictionary.load(p))}
+                               for k, p in dict_paths.items()}}
+    report["command"] = {k: v for k, v in report["command"].items() if k != "func"}
+    seconds = Counter()
+    n_parse = n_bpe = n_bin = 0
+    for split, roles in files.items():
+        pm, bm, xm = parse_by_split[split], bpe_by_split[split], bin_by_split[split]
+        skipped = [e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]]
+        skipped.sort(key=lambda e: e["line"])
+        stats = Counter()
+        for m in xm:
+            stats.update(m["stats"])
+        lines = sum(m["lines"] for m in pm)
+        report["splits"][split] = {
+            "files": roles, "lines": lines, "sentences": stats["sentences"],
+            "skipped": len(skipped), "skipped_by_reason": dict(Counter(e["reason"] for e in skipped)),
+            **{k: stats[k] for k in ("source_tokens", "nodes", "source_unk", "label_unk")},
+            **({k: stats[k] for k in ("target_tokens", "target_unk")} if "tgt" in roles else {}),
+            "skipped_lines": skipped,
+        }
+        assert stats["sentences"] + len(skipped) == lines, "every input line is either kept or reported"
+        for m in pm:
+            seconds.update(m["seconds"])
+        for m in bm:
+            seconds.update(m["seconds"])
+        for m in xm:
+            seconds.update(m["seconds"])
+        n_parse += lines
+        n_bpe += sum(m["kept"] for m in pm)
+        n_bin += stats["sentences"]
+    w = args.workers
+    report["throughput"] = {
+        "tokenize": _rate(n_parse, seconds["tokenize"], w),
+        "parse": _rate(n_parse, seconds["parse"], w),
+        "bpe": _rate(n_bpe, seconds["bpe"], w),
+        "binarize": _rate(n_bin, seconds["binarize"], w),
+        "wall_seconds": {k: round(v, 3) for k, v in wall.items()},
+    }
+    report["wall_seconds"] = round(total, 3)
+    for name, r in report["throughput"].items():
+        if name != "wall_seconds":
+            logger.info("%-9s %8d sentences  %10s sentences/s", name, r["sentences"], r["sentences_per_s"])
+    for split, r in report["splits"].items():
+        logger.info("%s: %d lines -> %d sentences, %d skipped %s", split, r["lines"], r["sentences"],
+                    r["skipped"], r["skipped_by_reason"] or "")
+    return report

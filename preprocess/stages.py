@@ -1,0 +1,380 @@
+"""The per-shard work of the pipeline: parse, bpe, binarize. Each runs in a worker process.
+
+A shard is a run of consecutive input lines. Each stage reads the previous stage's shard file from
+the work directory and writes its own (temporary name, renamed when complete, then a ``.json``
+with counts and timings written last: its presence marks the shard as done, which makes reruns
+resume). Intermediate rows are tab-separated; a *compact tree* is four fields
+``words<TAB>tags<TAB>labels<TAB>spans`` (space-separated within a field, spans flattened).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, tree_from_brackets
+
+from preprocess.text import InputError, Tokenizer, check_line, decode_line
+
+
+class PreprocessError(Exception):
+    """A fatal input error; the message names the file and line."""
+
+
+@dataclass
+class Shard:
+    split: str
+    index: int
+    first_line: int  # 1-based number of the shard's first line in the input files
+    num_lines: int
+    offsets: Dict[str, int]  # byte offset of the first line, per input role (src, tgt, trees)
+
+    @property
+    def name(self) -> str:
+        return f"{self.split}.{self.index:05d}"
+
+
+@dataclass
+class StageConfig:
+    """Everything a worker needs; plain data so it pickles into worker processes."""
+
+    workdir: str
+    paths: Dict[str, Dict[str, str]]  # split -> role -> file path
+    src_lang: str
+    tgt_lang: Optional[str]
+    parser: str
+    tokenize: str
+    on_error: str
+    unary: str
+    max_positions: int
+    parser_options: Dict
+    parse_batch_size: int = 256
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+def read_lines(path: str, offset: int, count: int) -> List[bytes]:
+    lines = []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for _ in range(count):
+            line = f.readline()
+            if not line:
+                break
+            lines.append(line.rstrip(b"\r\n"))
+    return lines
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_meta(path: str, meta: dict) -> None:
+    atomic_write_text(path, json.dumps(meta))
+
+
+def tree_to_compact(tree: Tree) -> str:
+    return "\t".join([
+        " ".join(tree.words), " ".join(t or "X" for t in tree.tags), " ".join(tree.labels),
+        " ".join(map(str, tree.flat_spans())),
+    ])
+
+
+def compact_to_tree(fields: List[str]) -> Tree:
+    words = fields[0].split(" ")
+    tags = fields[1].split(" ")
+    labels = fields[2].split(" ") if fields[2] else []
+    flat = [int(x) for x in fields[3].split(" ")] if fields[3] else []
+    return Tree(words, tags, labels, list(zip(flat[0::2], flat[1::2])))
+
+
+class _Errors:
+    """Collects skipped lines, or raises at the first error when on_error == 'fail'."""
+
+    def __init__(self, on_error: str):
+        self.on_error = on_error
+        self.skipped: List[dict] = []
+
+    def add(self, path: str, lineno: int, reason: str, message: str) -> None:
+        if self.on_error == "fail":
+            raise PreprocessError(f"{path}:{lineno}: {message} [{reason}]")
+        self.skipped.append({"file": path, "line": lineno, "reason": reason,
+                             "message": message.replace("\t", " ").replace("\n", " ")})
+
+
+# --------------------------------------------------------------------------------------------------
+# worker state (one per process)
+# --------------------------------------------------------------------------------------------------
+
+_STATE: dict = {}
+
+
+def init_parse_worker(cfg: StageConfig) -> None:
+    _STATE.clear()
+    _STATE["cfg"] = cfg
+    given = cfg.parser == "given"
+    _STATE["src_tok"] = Tokenizer(cfg.tokenize, cfg.src_lang, ptb=True)
+    _STATE["tgt_tok"] = Tokenizer(cfg.tokenize, cfg.tgt_lang) if cfg.tgt_lang else None
+    _STATE["parser"] = None if given else build_parser(cfg.parser, cfg.parser_options)
+
+
+def build_parser(name: str, options: Dict):
+    if name == "stanza":
+        from preprocess.parsers.stanza_parser import StanzaParser
+
+        return StanzaParser.from_options(**options)
+    raise ValueError(f"unknown parser backend {name!r}")
+
+
+def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
+    from preprocess.bpe import Segmenter
+
+    _STATE.clear()
+    _STATE["cfg"] = cfg
+    _STATE["segment"] = Segmenter(codes_path)
+
+
+def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
+    from fairseq.data.dictionary import Dictionary
+
+    _STATE.clear()
+    _STATE["cfg"] = cfg
+    _STATE["dicts"] = {k: Dictionary.load(p) for k, p in dict_paths.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# stage 1: validate, tokenize, parse
+# --------------------------------------------------------------------------------------------------
+
+def parse_shard(shard: Shard) -> dict:
+    """Rows ``lineno, raw tree, compact tree (4 fields), target tokens, error``."""
+    cfg: StageConfig = _STATE["cfg"]
+    paths = cfg.paths[shard.split]
+    errors = _Errors(cfg.on_error)
+    src_lines = read_lines(paths["src"], shard.offsets["src"], shard.num_lines)
+    tgt_lines = read_lines(paths["tgt"], shard.offsets["tgt"], shard.num_lines) if "tgt" in paths else None
+    tree_lines = read_lines(paths["trees"], shard.offsets["trees"], shard.num_lines) if "trees" in paths else None
+    given = cfg.parser == "given"
+    src_is_tree = given and tree_lines is None
+
+    t0 = time.perf_counter()
+    n = len(src_lines)
+    ok = [True] * n
+    src_tokens: List[Optional[List[str]]] = [None] * n
+    tgt_tokens: List[Optional[List[str]]] = [None] * n
+    raw_trees: List[str] = [""] * n
+    for k in range(n):
+        lineno = shard.first_line + k
+        try:
+            text = check_line(decode_line(src_lines[k]))
+            if src_is_tree:
+                raw_trees[k] = " ".join(text.split())
+            else:
+                src_tokens[k] = _STATE["src_tok"](text)
+        except InputError as e:
+            errors.add(paths["src"], lineno, e.reason, e.message)
+            ok[k] = False
+        if tree_lines is not None:
+            try:
+                raw_trees[k] = " ".join(check_line(decode_line(tree_lines[k])).split())
+            except InputError as e:
+                if ok[k]:
+                    errors.add(paths["trees"], lineno, e.reason, e.message)
+                ok[k] = False
+        if tgt_lines is not None:
+            try:
+                tgt_tokens[k] = _STATE["tgt_tok"](check_line(decode_line(tgt_lines[k])))
+            except InputError as e:
+                if ok[k]:
+                    errors.add(paths["tgt"], lineno, e.reason, e.message)
+                ok[k] = False
+    t_tok = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if not given:
+        todo = [k for k in range(n) if ok[k]]
+        for k, result in zip(todo, _run_parser(_STATE["parser"], [src_tokens[k] for k in todo],
+                                               cfg.parse_batch_size)):
+            if isinstance(result, Exception):
+                errors.add(paths["src"], shard.first_line + k, "parse_failed", f"parser failed: {result}")
+                ok[k] = False
+            else:
+                raw_trees[k] = result
+    tree_path = paths["trees"] if tree_lines is not None else paths["src"]
+    compact = [""] * n
+    src_counts: Counter = Counter()
+    tgt_counts: Counter = Counter()
+    for k in range(n):
+        if not ok[k]:
+            continue
+        lineno = shard.first_line + k
+        where = tree_path if given else paths["src"]
+        try:
+            tree = tree_from_brackets(raw_trees[k], unary=cfg.unary)
+        except TreeFormatError as e:
+            errors.add(where, lineno, "malformed_tree", f"malformed tree: {e.message}")
+            ok[k] = False
+            continue
+        if src_tokens[k] is not None and tree.words != src_tokens[k]:
+            errors.add(where, lineno, "leaves_mismatch", _mismatch_message(tree.words, src_tokens[k]))
+            ok[k] = False
+            continue
+        compact[k] = tree_to_compact(tree)
+        if shard.split == "train":
+            src_counts.update(tree.words)
+            if tgt_tokens[k] is not None:
+                tgt_counts.update(tgt_tokens[k])
+    t_parse = time.perf_counter() - t0
+
+    rows = []
+    for k in range(n):
+        tree_fields = compact[k] if ok[k] else "\t\t\t"
+        tgt = " ".join(tgt_tokens[k]) if (ok[k] and tgt_tokens[k] is not None) else ""
+        rows.append(f"{shard.first_line + k}\t{raw_trees[k]}\t{tree_fields}\t{tgt}\t{'' if ok[k] else 'x'}\n")
+    base = os.path.join(cfg.workdir, shard.name)
+    atomic_write_text(base + ".parsed.tsv", "".join(rows))
+    meta = {"lines": n, "kept": sum(ok), "skipped": errors.skipped,
+            "seconds": {"tokenize": t_tok, "parse": t_parse},
+            "src_word_counts": dict(src_counts), "tgt_word_counts": dict(tgt_counts)}
+    write_meta(base + ".parsed.json", meta)
+    return meta
+
+
+def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
+    for j, (a, b) in enumerate(zip(leaves, tokens)):
+        if a != b:
+            return f"tree leaf {j + 1} is {a!r} but source token {j + 1} is {b!r}"
+    return f"tree has {len(leaves)} leaves but the source has {len(tokens)} tokens"
+
+
+def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[object]:
+    """Parse in batches; a sentence the parser fails on yields its exception, the rest still parse."""
+    from preprocess.parsers import ParseError
+
+    out: List[object] = []
+    for start in range(0, len(sentences), batch_size):
+        batch = sentences[start:start + batch_size]
+        while batch:
+            try:
+                out.extend(parser.parse(batch))
+                batch = []
+            except ParseError as e:
+                out.extend(parser.parse(batch[:e.index]) if e.index else [])
+                out.append(e)
+                batch = batch[e.index + 1:]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# stage 2: subwords, length filter
+# --------------------------------------------------------------------------------------------------
+
+def bpe_shard(shard: Shard) -> dict:
+    """Rows ``lineno, compact subword tree (4 fields), target pieces`` for the kept lines."""
+    cfg: StageConfig = _STATE["cfg"]
+    segment = _STATE["segment"]
+    paths = cfg.paths[shard.split]
+    errors = _Errors(cfg.on_error)
+    base = os.path.join(cfg.workdir, shard.name)
+    t0 = time.perf_counter()
+    counts = {"src": Counter(), "tgt": Counter(), "labels": Counter()}
+    train = shard.split == "train"
+    rows = []
+    kept = 0
+    with open(base + ".parsed.tsv", encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if fields[7]:  # skipped in stage 1
+                continue
+            lineno = int(fields[0])
+            tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
+            tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
+            src_len = len(tree.words) + len(tree.labels)
+            if src_len > cfg.max_positions:
+                errors.add(paths["src"], lineno, "too_long",
+                           f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
+                continue
+            if tgt is not None and len(tgt) + 1 > cfg.max_positions:
+                errors.add(paths["tgt"], lineno, "too_long",
+                           f"target has {len(tgt) + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
+                continue
+            if train:
+                counts["src"].update(tree.words)
+                counts["labels"].update(tree.labels)
+                if tgt is not None:
+                    counts["tgt"].update(tgt)
+            rows.append(f"{lineno}\t{tree_to_compact(tree)}\t{' '.join(tgt) if tgt else ''}\n")
+            kept += 1
+    atomic_write_text(base + ".bpe.tsv", "".join(rows))
+    meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
+            "counts": {k: dict(v) for k, v in counts.items()}}
+    write_meta(base + ".bpe.json", meta)
+    return meta
+
+
+# --------------------------------------------------------------------------------------------------
+# stage 3: binarize
+# --------------------------------------------------------------------------------------------------
+
+def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
+    base = os.path.join(workdir, shard.name)
+    return {k: f"{base}.{k}" for k in ("leaves", "nodes", "spans", "tgt")}
+
+
+def binarize_shard(shard: Shard) -> dict:
+    import numpy as np
+
+    from preprocess.binarize import ArrayBuilder, encode, token_dtype
+
+    cfg: StageConfig = _STATE["cfg"]
+    dicts = _STATE["dicts"]
+    base = os.path.join(cfg.workdir, shard.name)
+    t0 = time.perf_counter()
+    prefixes = shard_dataset_prefixes(cfg.workdir, shard)
+    has_tgt = "tgt" in dicts
+    builders = {
+        "leaves": ArrayBuilder(prefixes["leaves"] + ".tmp", token_dtype(dicts["src"])),
+        "nodes": ArrayBuilder(prefixes["nodes"] + ".tmp", token_dtype(dicts["labels"])),
+        "spans": ArrayBuilder(prefixes["spans"] + ".tmp", np.int32),
+    }
+    if has_tgt:
+        builders["tgt"] = ArrayBuilder(prefixes["tgt"] + ".tmp", token_dtype(dicts["tgt"]))
+    stats = Counter()
+    with open(base + ".bpe.tsv", encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            words = fields[1].split(" ")
+            labels = fields[3].split(" ") if fields[3] else []
+            spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
+            leaves = encode(dicts["src"], words, append_eos=False)
+            nodes = encode(dicts["labels"], labels, append_eos=False)
+            builders["leaves"].add(leaves)
+            builders["nodes"].add(nodes)
+            builders["spans"].add(spans)
+            stats["sentences"] += 1
+            stats["source_tokens"] += len(leaves)
+            stats["source_unk"] += leaves.count(dicts["src"].unk_index)
+            stats["nodes"] += len(nodes)
+            stats["label_unk"] += nodes.count(dicts["labels"].unk_index)
+            if has_tgt:
+                tgt = encode(dicts["tgt"], fields[5].split(" "), append_eos=True)
+                builders["tgt"].add(tgt)
+                stats["target_tokens"] += len(tgt)
+                stats["target_unk"] += tgt.count(dicts["tgt"].unk_index)
+    for key, b in builders.items():
+        b.finalize()
+        for ext in (".bin", ".idx"):
+            os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
+    meta = {"stats": dict(stats),
+            "seconds": {"binarize": time.perf_counter() - t0}}
+    write_meta(base + ".bin.json", meta)
+    return meta
