@@ -1,0 +1,246 @@
+"""fairseq-tree-preprocess end to end (the real CLI), what it writes, and every bad-input case."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from conftest import BIN, SHARED
+
+from fairseq.data import Dictionary, data_utils
+from fairseq_tree.trees import expand_subwords, read_tree_lines
+from preprocess.bpe import Segmenter
+from preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
+
+PTB = SHARED / "data" / "ptb_sample"
+M30K = SHARED / "data" / "multi30k"
+
+
+def run_cli(*args, ok=True):
+    proc = subprocess.run([str(BIN / "fairseq-tree-preprocess"), *map(str, args)], capture_output=True, text=True)
+    if ok and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def load(prefix):
+    ds = data_utils.load_indexed_dataset(str(prefix), None, dataset_impl="mmap")
+    assert ds is not None, f"{prefix}.bin/.idx missing"
+    return [ds[i].tolist() for i in range(len(ds))]
+
+
+@pytest.fixture(scope="module")
+def ptb_corpus(tmp_path_factory):
+    """A small 'parallel' corpus: PTB trees as the source (given), the lower-cased sentence as target."""
+    d = tmp_path_factory.mktemp("ptbcorpus")
+    trees = (PTB / "valid.mrg").read_text().splitlines()[:150]
+    text = (PTB / "valid.txt").read_text().splitlines()[:150]
+    (d / "train.en").write_text("\n".join(trees[:120]) + "\n")
+    (d / "train.xx").write_text("\n".join(t.lower() for t in text[:120]) + "\n")
+    (d / "valid.en").write_text("\n".join(trees[120:]) + "\n")
+    (d / "valid.xx").write_text("\n".join(t.lower() for t in text[120:]) + "\n")
+    return d
+
+
+def given_args(corpus, dest, *extra):
+    return ["-s", "en", "-t", "xx", "--trainpref", corpus / "train", "--validpref", corpus / "valid",
+            "--parser", "given", "--destdir", dest, *extra]
+
+
+@pytest.fixture(scope="module")
+def given_run(ptb_corpus, tmp_path_factory):
+    dest = tmp_path_factory.mktemp("given") / "bin"
+    run_cli(*given_args(ptb_corpus, dest, "--bpe-merges", "300", "--workers", "2", "--shard-size", "50"))
+    return dest
+
+
+def test_given_writes_documented_files(given_run):
+    for split in ("train", "valid"):
+        for stem in ("en-xx.en", "en-xx.en.nodes", "en-xx.en.spans", "en-xx.xx"):
+            for ext in ("bin", "idx"):
+                assert (given_run / f"{split}.{stem}.{ext}").exists()
+        assert (given_run / f"{split}.en.trees").exists()
+    for f in ("dict.en.txt", "dict.xx.txt", "dict.en.labels.txt", "bpe.codes", "preprocess.json"):
+        assert (given_run / f).exists()
+    assert not (given_run / ".work").exists()
+    report = json.loads((given_run / "preprocess.json").read_text())
+    assert report["splits"]["train"]["lines"] == 120 and report["splits"]["train"]["sentences"] == 120
+    assert report["splits"]["valid"]["sentences"] == 30 and report["splits"]["valid"]["skipped"] == 0
+    for stage in ("tokenize", "parse", "bpe", "binarize"):
+        assert report["throughput"][stage]["sentences_per_s"] > 0
+
+
+def test_binarized_data_reads_back_equal_to_what_was_written(given_run, ptb_corpus):
+    src_dict = Dictionary.load(str(given_run / "dict.en.txt"))
+    tgt_dict = Dictionary.load(str(given_run / "dict.xx.txt"))
+    label_dict = Dictionary.load(str(given_run / "dict.en.labels.txt"))
+    segment = Segmenter(str(given_run / "bpe.codes"))
+    tok = Tokenizer("moses", "xx")
+    for split in ("train", "valid"):
+        trees = [expand_subwords(t, segment) for t in read_tree_lines(str(ptb_corpus / f"{split}.en"))]
+        leaves = load(given_run / f"{split}.en-xx.en")
+        nodes = load(given_run / f"{split}.en-xx.en.nodes")
+        spans = load(given_run / f"{split}.en-xx.en.spans")
+        tgt = load(given_run / f"{split}.en-xx.xx")
+        lines = (ptb_corpus / f"{split}.xx").read_text().splitlines()
+        assert len(leaves) == len(nodes) == len(spans) == len(tgt) == len(trees)
+        for t, l, n, s, y, line in zip(trees, leaves, nodes, spans, tgt, lines):
+            assert l == [src_dict.index(w) for w in t.words]  # no EOS on tree sources
+            assert n == [label_dict.index(x) for x in t.labels]
+            assert s == t.flat_spans()
+            assert y == [tgt_dict.index(w) for w in segment.segment_tokens(tok(line))] + [tgt_dict.eos()]
+            if split == "train":  # every training piece is in the dictionary
+                assert src_dict.unk() not in l
+    # the .trees file holds the input trees, one per input line
+    assert (given_run / "valid.en.trees").read_text().splitlines() == [
+        " ".join(x.split()) for x in (ptb_corpus / "valid.en").read_text().splitlines()]
+
+
+def test_output_is_independent_of_workers_and_shards(given_run, ptb_corpus, tmp_path):
+    dest = tmp_path / "bin1"
+    run_cli(*given_args(ptb_corpus, dest, "--bpe-codes", given_run / "bpe.codes", "--workers", "1",
+                        "--shard-size", "1000"))
+    for f in sorted(given_run.iterdir()):
+        if f.suffix in (".bin", ".idx", ".txt", ".trees", ".codes"):
+            assert f.read_bytes() == (dest / f.name).read_bytes(), f.name
+
+
+def test_resume_from_completed_shards(ptb_corpus, given_run, tmp_path):
+    dest = tmp_path / "bin"
+    args = given_args(ptb_corpus, dest, "--bpe-codes", given_run / "bpe.codes", "--shard-size", "40", "--keep-work")
+    run_cli(*args)
+    # an interrupted run: final outputs missing, one shard's last stage unfinished
+    for f in dest.glob("*.bin"):
+        f.unlink()
+    (dest / ".work" / "train.00001.bin.json").unlink()
+    (dest / ".work" / "valid.00000.bpe.json").unlink()
+    proc = run_cli(*args)
+    assert "resuming, 3 of 4 shards already done" in proc.stderr
+    assert "resuming, 4 of 4 shards already done" in proc.stderr  # the parse stage
+    for split in ("train", "valid"):
+        assert load(dest / f"{split}.en-xx.en") == load(given_run / f"{split}.en-xx.en")
+        assert load(dest / f"{split}.en-xx.xx") == load(given_run / f"{split}.en-xx.xx")
+
+
+def test_only_source(ptb_corpus, tmp_path):
+    dest = tmp_path / "mono"
+    run_cli("-s", "en", "--only-source", "--trainpref", ptb_corpus / "train", "--parser", "given",
+            "--destdir", dest)
+    assert len(load(dest / "train.en-None.en")) == 120
+    assert len(load(dest / "train.en-None.en.spans")) == 120
+    assert not list(dest.glob("*.xx*")) and not (dest / "bpe.codes").exists()
+    assert (dest / "dict.en.labels.txt").exists()
+
+
+# ---------------------------------------------------------------- bad input: clear errors, nothing lost
+
+def _corpus(tmp_path, src_lines, tgt_lines, name="train"):
+    (tmp_path / f"{name}.en").write_bytes(b"".join(l + b"\n" for l in src_lines))
+    (tmp_path / f"{name}.xx").write_bytes(b"".join(l + b"\n" for l in tgt_lines))
+    return tmp_path / name
+
+
+GOOD = [b"(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))",
+        b"(S (NP (PRP It)) (VP (VBD rained)) (. .))",
+        b"(S (NP (DT A) (NN cat)) (VP (VBD sat)))"]
+TGT = [b"der hund bellte .", b"es regnete .", b"eine katze sass"]
+
+
+@pytest.mark.parametrize("case,src,tgt,where,reason", [
+    ("empty target", GOOD, [TGT[0], b"   ", TGT[2]], "train.xx:2", "empty_line"),
+    ("empty source", [GOOD[0], b"", GOOD[2]], TGT, "train.en:2", "empty_line"),
+    ("malformed", [GOOD[0], b"(S (NP (PRP It)) (VP (VBD rained)", GOOD[2]], TGT, "train.en:2", "malformed_tree"),
+    ("control char", GOOD, [TGT[0], b"es reg\x07nete .", TGT[2]], "train.xx:2", "unknown_character"),
+    ("bad utf-8", GOOD, [TGT[0], b"es r\xe9gnete .", TGT[2]], "train.xx:2", "bad_encoding"),
+])
+def test_bad_line_fails_or_is_skipped(tmp_path, case, src, tgt, where, reason):
+    pref = _corpus(tmp_path, src, tgt)
+    proc = run_cli(*given_args_simple(pref, tmp_path / "fail"), ok=False)
+    assert proc.returncode == 1
+    assert where in proc.stderr and reason in proc.stderr
+    assert not list((tmp_path / "fail").glob("*.bin"))  # nothing half-written
+
+    run_cli(*given_args_simple(pref, tmp_path / "skip"), "--on-error", "skip")
+    report = json.loads((tmp_path / "skip" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["lines"] == 3 and report["sentences"] == 2 and report["skipped"] == 1
+    (entry,) = report["skipped_lines"]
+    assert entry["line"] == 2 and entry["reason"] == reason and entry["file"].endswith(where.split(":")[0])
+    # the pair is gone on both sides and the rest stays aligned
+    tgt_dict = Dictionary.load(str(tmp_path / "skip" / "dict.xx.txt"))
+    src_dict = Dictionary.load(str(tmp_path / "skip" / "dict.en.txt"))
+    got_tgt = [tgt_dict.string(torch.tensor(x)) for x in load(tmp_path / "skip" / "train.en-xx.xx")]
+    got_src = [src_dict.string(torch.tensor(x)) for x in load(tmp_path / "skip" / "train.en-xx.en")]
+    assert got_tgt == ["der hund bellte .", "eine katze sass"]
+    assert got_src == ["The dog barked .", "A cat sat"]
+    assert (tmp_path / "skip" / "train.en.trees").read_text().count("\n") == 3  # aligned with the input
+
+
+def given_args_simple(pref, dest):
+    return ["-s", "en", "-t", "xx", "--trainpref", pref, "--parser", "given", "--destdir", dest]
+
+
+def test_unequal_line_counts_is_always_an_error(tmp_path):
+    pref = _corpus(tmp_path, GOOD, TGT[:2])
+    proc = run_cli(*given_args_simple(pref, tmp_path / "b"), "--on-error", "skip", ok=False)
+    assert proc.returncode == 1
+    assert "train.xx:3: file ends after 2 lines" in proc.stderr and "has 3 lines" in proc.stderr
+
+
+def test_leaves_disagreeing_with_source_tokens(tmp_path):
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "train.en.trees").write_bytes(b"\n".join(GOOD) + b"\n")
+    pref = _corpus(tmp_path, [b"The dog barked.", b"It snowed.", b"A cat sat"], TGT)
+    args = ["-s", "en", "-t", "xx", "--trainpref", pref, "--parser", "given", "--trees-dir", trees]
+    proc = run_cli(*args, "--destdir", tmp_path / "f", ok=False)
+    assert proc.returncode == 1
+    assert "train.en.trees:2" in proc.stderr and "'rained'" in proc.stderr and "'snowed'" in proc.stderr
+    run_cli(*args, "--destdir", tmp_path / "s", "--on-error", "skip")
+    report = json.loads((tmp_path / "s" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["skipped_by_reason"] == {"leaves_mismatch": 1} and report["sentences"] == 2
+
+
+def test_too_long_for_max_positions(tmp_path):
+    pref = _corpus(tmp_path, GOOD, TGT)
+    # leaves + nodes: 4 + 2 = 6, 3 + 1 = 4, 3 + 2 = 5; targets + EOS: 5, 4, 4
+    proc = run_cli(*given_args_simple(pref, tmp_path / "f"), "--max-positions", "4", ok=False)
+    assert "train.en:1" in proc.stderr and "--max-positions 4" in proc.stderr
+    run_cli(*given_args_simple(pref, tmp_path / "s"), "--max-positions", "4", "--on-error", "skip")
+    report = json.loads((tmp_path / "s" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["skipped_by_reason"] == {"too_long": 2} and report["sentences"] == 1
+
+
+def test_parser_failure_is_localised():
+    from preprocess.parsers import ParseError
+    from preprocess.stages import _run_parser
+
+    class OneBadSentence:
+        """A parser that fails on sentences containing 'BOOM' (our interface, not a stand-in for stanza)."""
+        calls = 0
+
+        def parse(self, batch):
+            OneBadSentence.calls += 1
+            for i, s in enumerate(batch):
+                if "BOOM" in s:
+                    raise ParseError(i, "cannot parse")
+            return [f"(X {' '.join(s)})" for s in batch]
+
+    sents = [["a"], ["b", "BOOM"], ["c"], ["BOOM"], ["d"]]
+    out = _run_parser(OneBadSentence(), sents, batch_size=4)
+    assert [isinstance(o, ParseError) for o in out] == [False, True, False, True, False]
+    assert out[0] == "(X a)" and out[2] == "(X c)" and out[4] == "(X d)"
+
+
+# ---------------------------------------------------------------- tokenization
+
+def test_ptb_tokenization():
+    tok = Tokenizer("moses", "en", ptb=True)
+    assert tok('He said "I can\'t go (today)" -- isn\'t it?') == [
+        "He", "said", "``", "I", "ca", "n't", "go", "(", "today", ")", "''", "--", "is", "n't", "it", "?"]
+    assert ptb_fixups(["won", "'t"]) == ["wo", "n't"]
+    assert Tokenizer("moses", "de")("gut-gemacht (ja)") == ["gut", "@-@", "gemacht", "(", "ja", ")"]
+    with pytest.raises(InputError, match="U\\+0007 at column 3"):
+        check_line("ab\x07c")
+    assert check_line(" tab\tinside ") == "tab\tinside"
