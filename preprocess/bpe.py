@@ -39,13 +39,24 @@ class Segmenter:
     def __call__(self, word: str) -> List[str]:
         pieces = self.cache.get(word)
         if pieces is None:
-            pieces = [word] if self.bpe is None else self.bpe.segment_tokens([word])
-            self.cache[word] = pieces
+            pieces = self._segment(word)
         return pieces
 
+    def _segment(self, word: str) -> List[str]:
+        pieces = [word] if self.bpe is None else self.bpe.segment_tokens([word])
+        self.cache[word] = pieces
+        return pieces
+
+    def split_words(self, words: List[str]) -> Optional[List[List[str]]]:
+        """Pieces of every word, or None when no word is split (the common case, kept cheap)."""
+        get = self.cache.get
+        segs = [get(w) or self._segment(w) for w in words]
+        for p in segs:
+            if len(p) > 1:
+                return segs
+        return None
+
     def segment_tokens(self, tokens: List[str]) -> List[str]:
-        out: List[str] = []
-        for w in tokens:
-            out.extend(self(w))
-        return out
+        segs = self.split_words(tokens)
+        return tokens if segs is None else [p for ps in segs for p in ps]
 

@@ -296,9 +296,15 @@ def bpe_shard(shard: Shard) -> dict:
             if fields[7]:  # skipped in stage 1
                 continue
             lineno = int(fields[0])
-            tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
+            words = fields[2].split(" ")
+            if segment.split_words(words) is None:  # no word split: the compact tree stays as it is
+                labels = fields[4].split(" ") if fields[4] else []
+                compact = "\t".join(fields[2:6])
+            else:
+                tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
+                words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
             tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
-            src_len = len(tree.words) + len(tree.labels)
+            src_len = len(words) + len(labels)
             if src_len > cfg.max_positions:
                 errors.add(paths["src"], lineno, "too_long",
                            f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
@@ -308,11 +314,11 @@ def bpe_shard(shard: Shard) -> dict:
                            f"target has {len(tgt) + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
                 continue
             if train:
-                counts["src"].update(tree.words)
-                counts["labels"].update(tree.labels)
+                counts["src"].update(words)
+                counts["labels"].update(labels)
                 if tgt is not None:
                     counts["tgt"].update(tgt)
-            rows.append(f"{lineno}\t{tree_to_compact(tree)}\t{' '.join(tgt) if tgt else ''}\n")
+            rows.append(f"{lineno}\t{compact}\t{' '.join(tgt) if tgt else ''}\n")
             kept += 1
     atomic_write_text(base + ".bpe.tsv", "".join(rows))
     meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},

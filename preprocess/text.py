@@ -10,6 +10,7 @@ usual fairseq recipe, so ``--tokenizer moses`` detokenizes it at generation time
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import List, Optional
 
@@ -17,6 +18,8 @@ from typing import List, Optional
 # private use, unassigned; plus the replacement character left by a bad decode.
 _BAD_CATEGORIES = frozenset(["Cc", "Cs", "Co", "Cn"])
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
+# ASCII controls (not tab/newline/CR) and DEL: the only bad characters an ASCII line can hold
+_BAD_ASCII = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class InputError(ValueError):
@@ -29,10 +32,17 @@ class InputError(ValueError):
 
 def check_line(line: str) -> str:
     """Return the stripped line or raise :class:`InputError` (empty line, unknown character)."""
-    for col, ch in enumerate(line, 1):
-        if ch == "\ufffd" or (unicodedata.category(ch) in _BAD_CATEGORIES and ch not in _ALLOWED_CONTROLS):
+    if line.isascii():  # fast path: most lines
+        bad = _BAD_ASCII.search(line)
+        if bad:
             raise InputError("unknown_character",
-                             f"unknown character U+{ord(ch):04X} at column {col}")
+                             f"unknown character U+{ord(bad.group()):04X} at column {bad.start() + 1}")
+    else:
+        for col, ch in enumerate(line, 1):
+            if ch >= "\x7f" and (ch == "\ufffd" or unicodedata.category(ch) in _BAD_CATEGORIES) \
+                    or (ch < " " and ch not in _ALLOWED_CONTROLS):
+                raise InputError("unknown_character",
+                                 f"unknown character U+{ord(ch):04X} at column {col}")
     text = line.strip()
     if not text:
         raise InputError("empty_line", "empty line")
