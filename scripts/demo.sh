@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make demo: the preprocessing pipeline end to end on Multi30k English-German with stanza trees.
+#   scripts/demo.sh [SHARED_DIR] [WORK_DIR]
+# Stanza models are looked for in this order: $STANZA_MODEL_DIR (a dir from scripts/train_stanza_parser.sh);
+# stanza's resources dir ($STANZA_RESOURCES_DIR or ~/stanza_resources); a download if STANZA_DOWNLOAD=1;
+# otherwise a small parser is trained once, offline, from the PTB sample + WSJ section 22 and cached in WORK.
+set -euo pipefail
+SHARED=$(cd "${1:-../shared}" && pwd)
+WORK=${2:-work}
+mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-$REPO/.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+DATA=${M30K_DIR:-$SHARED/data/multi30k}
+WORKERS=${WORKERS:-2}
+
+# 1. stanza models
+STANZA_ARGS=()
+RES_DIR=${STANZA_RESOURCES_DIR:-$HOME/stanza_resources}
+if [ -n "${STANZA_MODEL_DIR:-}" ]; then
+  echo "== stanza: models from STANZA_MODEL_DIR=$STANZA_MODEL_DIR"
+  STANZA_ARGS=(--stanza-model-dir "$STANZA_MODEL_DIR")
+elif "$PY" -c "from preprocess.parsers.stanza_parser import resolve_stanza_models as r; r()" 2>/dev/null; then
+  echo "== stanza: models found in stanza's resources directory $RES_DIR"
+elif [ "${STANZA_DOWNLOAD:-0}" = 1 ]; then
+  echo "== stanza: downloading English models into $RES_DIR (STANZA_DOWNLOAD=1)"
+  STANZA_ARGS=(--stanza-download)
+else
+  MODELS=$WORK/stanza_en_ptb
+  if [ ! -f "$MODELS/model_info.json" ]; then
+    echo "== stanza: no English models here and no download asked for (STANZA_DOWNLOAD=1):"
+    echo "   training a small parser offline from $SHARED/data/ptb_sample + wsj22 into $MODELS (about 12 minutes, once)"
+    TB=$WORK/treebank && mkdir -p "$TB"
+    ln -sf "$SHARED/data/ptb_sample/train.mrg" "$TB/train.mrg"
+    ln -sf "$SHARED/data/wsj22/wsj22.mrg" "$TB/train_wsj22.mrg"   # training data too; valid.mrg is the dev set
+    ln -sf "$SHARED/data/ptb_sample/valid.mrg" "$TB/valid.mrg"
+    bash "$REPO/scripts/train_stanza_parser.sh" "$TB" "$MODELS" --size small
+  else
+    echo "== stanza: reusing the parser trained earlier in $MODELS"
+  fi
+  STANZA_ARGS=(--stanza-model-dir "$MODELS")
+fi
+
+# 2. the pipeline
+DEST=$WORK/data-bin/multi30k.en-de
+echo "== fairseq-tree-preprocess: Multi30k en-de, $WORKERS workers -> $DEST"
+time "$PY" -m preprocess.cli -s en -t de \
+  --trainpref "$DATA/train" --validpref "$DATA/valid" --testpref "$DATA/test" \
+  --parser stanza "${STANZA_ARGS[@]}" --bpe-merges 8000 --joined-dictionary \
+  --workers "$WORKERS" --on-error skip --destdir "$DEST"
+
+# 3. what it wrote
+"$PY" - "$DEST" <<'PYEOF'
+import json, sys
+dest = sys.argv[1]
+r = json.load(open(f"{dest}/preprocess.json"))
+print("\n== report (%s/preprocess.json)" % dest)
+for split, s in r["splits"].items():
+    print(f"{split:5s}: {s['lines']} lines -> {s['sentences']} sentences, {s['skipped']} skipped "
+          f"{s['skipped_by_reason'] or ''}; {s['source_tokens']} source tokens, {s['nodes']} nodes, "
+          f"{s['target_tokens']} target tokens; unk src/labels/tgt {s['source_unk']}/{s['label_unk']}/{s['target_unk']}")
+for stage, t in r["throughput"].items():
+    if stage != "wall_seconds":
+        print(f"{stage:9s} {t['sentences_per_s']:>10} sentences/s")
+print("dictionaries:", {k: v["size"] for k, v in r["dictionaries"].items()})
+print("\n== first test tree (%s/test.en.trees):" % dest)
+print(open(f"{dest}/test.en.trees").readline().strip())
+PYEOF
