@@ -1,0 +1,187 @@
+"""Hierarchical accumulation of node values (Nguyen et al., ICLR 2020, Section 4.1-4.2, eqs. 5-10, 16).
+
+For one sentence and one head, the paper builds S in R^{(m+1) x n x d} (row 0 the leaves, row t+1 node t
+at the columns of its span), adds hierarchical embeddings E, takes the upward cumulative average along
+each leaf-to-node branch and a weighted average over the leaves of each node. Written out, the value
+of node i is
+
+    N'_i = sum_j alpha_ij * ( l_j + sum_{t on path(j -> i)} (n_t + E_tj) ),
+    alpha_ij = w_j * A_ij / (c_i * |C_ij|),   |C_ij| = P_ij + 1 (paper) or P_ij (authors' code),
+
+which is computed here without the m x n x d tensor:
+
+    N' = alpha @ V_L + ((alpha @ A^T) * D) @ V_N + [gamma_v @ E_v ; gamma_h @ E_h]
+    gamma_x[i, k] = sum_{pairs (t, j): A_tj = 1, index_x(t, j) = k} alpha_ij * D_it
+
+The gammas are scatter-adds of an m x Np tensor (Np = number of (node, leaf) pairs with A = 1, about
+n * mean leaf depth) into K = |E| buckets: no factor d anywhere. With the code's vertical index
+(depth of t, independent of j) the vertical term folds into the node values instead.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
+
+VERTICAL_INDEX = ("path", "depth")
+LEAF_WEIGHTS = ("vector", "per_head")
+
+#: Presets. "paper": eqs. 6, 9, 16 as written. "code": what nxphi47/tree_transformer computes
+#: (vertical index = depth from the root, upward mean divides by the node count only, per-head weights
+#: with a bias).
+VARIANTS: Dict[str, dict] = {
+    "paper": dict(vertical_index="path", count_leaf_in_mean=True, leaf_weights="vector"),
+    "code": dict(vertical_index="depth", count_leaf_in_mean=False, leaf_weights="per_head"),
+}
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """fp32 for half types (the reference notes "values explode" in fp16), float64 stays float64."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+class HierarchicalAccumulation(nn.Module):
+    """Accumulated node values of the tree attention, per head.
+
+    Args:
+        head_dim: dh, the width of the per-head values.
+        num_heads: H.
+        input_dim: width of the leaf states the weights ``w`` are computed from (the layer input).
+        max_horizontal, max_vertical: rows of the horizontal / vertical embedding tables (|E| = 100);
+            larger indices are clamped to the last row.
+        hier_embed: False disables the hierarchical embeddings (ablation "-HierEmb").
+        vertical_index: "path" (paper, eq. 9: |V_j^t| = nodes on the path from leaf j up to node t)
+            or "depth" (authors' code: depth of t counted from the root, root = 1).
+        count_leaf_in_mean: True (paper, eq. 6: the leaf is in the branch, mean over P + 1 vectors) or
+            False (code: the leaf is summed but not counted, mean over P).
+        leaf_weights: "vector" (paper, eq. 16: w = L u_s, one vector u_s in R^input_dim shared by the
+            heads, no bias) or "per_head" (code: w = Linear(input_dim -> H) with a bias).
+
+    The embedding tables are shared across heads and have width dh: the vertical embedding fills the
+    first ``dh // 2`` channels, the horizontal one the rest (``[e_v; e_h]``, eq. 9).
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        num_heads: int,
+        input_dim: int,
+        max_horizontal: int = DEFAULT_MAX_INDEX,
+        max_vertical: int = DEFAULT_MAX_INDEX,
+        hier_embed: bool = True,
+        vertical_index: str = "path",
+        count_leaf_in_mean: bool = True,
+        leaf_weights: str = "vector",
+    ):
+        super().__init__()
+        if vertical_index not in VERTICAL_INDEX:
+            raise ValueError(f"vertical_index must be one of {VERTICAL_INDEX}, got {vertical_index!r}")
+        if leaf_weights not in LEAF_WEIGHTS:
+            raise ValueError(f"leaf_weights must be one of {LEAF_WEIGHTS}, got {leaf_weights!r}")
+        self.head_dim, self.num_heads, self.input_dim = head_dim, num_heads, input_dim
+        self.max_horizontal, self.max_vertical = max_horizontal, max_vertical
+        self.hier_embed = hier_embed
+        self.vertical_index = vertical_index
+        self.count_leaf_in_mean = count_leaf_in_mean
+        self.leaf_weights = leaf_weights
+        per_head = leaf_weights == "per_head"
+        # "vector": weight_proj.weight is u_s, shape [1, input_dim].
+        self.weight_proj = nn.Linear(input_dim, num_heads if per_head else 1, bias=per_head)
+        self.vertical_dim = head_dim // 2
+        self.horizontal_dim = head_dim - self.vertical_dim
+        if hier_embed:
+            self.vertical_embed = nn.Embedding(max_vertical, self.vertical_dim)
+            self.horizontal_embed = nn.Embedding(max_horizontal, self.horizontal_dim)
+        else:
+            self.vertical_embed = self.horizontal_embed = None
+
+    @classmethod
+    def from_variant(cls, variant: str, head_dim: int, num_heads: int, input_dim: int, **kw):
+        """Build with a preset of :data:`VARIANTS` ("paper" or "code"); ``kw`` overrides it."""
+        return cls(head_dim, num_heads, input_dim, **{**VARIANTS[variant], **kw})
+
+    def extra_repr(self) -> str:
+        return (f"head_dim={self.head_dim}, num_heads={self.num_heads}, hier_embed={self.hier_embed}, "
+                f"vertical_index={self.vertical_index}, count_leaf_in_mean={self.count_leaf_in_mean}, "
+                f"leaf_weights={self.leaf_weights}")
+
+    def compute_weights(self, leaves: Tensor) -> Tensor:
+        """Leaf weights w from the leaf states.
+
+        Args:
+            leaves: [B, N, input_dim] (batch first), the layer input of the leaves.
+        Returns:
+            [B, Hw, N] in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H ("per_head").
+        """
+        cd = _compute_dtype(leaves.dtype)
+        bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)
+        return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).transpose(1, 2)
+
+    def forward(self, leaf_values: Tensor, node_values: Tensor, weights: Tensor,
+                tree: TreeStructure) -> Tensor:
+        """Accumulated node values.
+
+        Args:
+            leaf_values: [B, H, N, dh] (L W_V, split into heads).
+            node_values: [B, H, M, dh] (N W_V).
+            weights: [B, Hw, N] leaf weights w (Hw = 1 or H), e.g. from :meth:`compute_weights`.
+            tree: the batch structure.
+        Returns:
+            [B, H, M, dh] in the dtype of ``leaf_values``; 0 on padded nodes. Padded leaves and nodes
+            never contribute (their inputs are zeroed first, so even NaN padding cannot leak).
+        """
+        dtype = leaf_values.dtype
+        cd = _compute_dtype(dtype)
+        B, H, N, dh = leaf_values.shape
+        M = node_values.size(2)
+        if (N, M) != (tree.num_leaves, tree.num_nodes):
+            raise ValueError(f"values have N={N}, M={M}; tree has N={tree.num_leaves}, M={tree.num_nodes}")
+
+        leaf_mask, node_mask = tree.leaf_mask, tree.node_mask
+        vl = leaf_values.to(cd).masked_fill(~leaf_mask[:, None, :, None], 0.0)
+        vn = node_values.to(cd).masked_fill(~node_mask[:, None, :, None], 0.0)
+        w = weights.to(cd).masked_fill(~leaf_mask[:, None, :], 0.0)  # [B, Hw, N]
+        A, D, P = tree.A.to(cd), tree.D.to(cd), tree.P.to(cd)
+
+        count = P + 1.0 if self.count_leaf_in_mean else P.clamp_min(1.0)
+        norm = A / (tree.span_len.to(cd).clamp_min(1.0)[..., None] * count)  # [B, M, N]
+        alpha = w[:, :, None, :] * norm[:, None]  # [B, Hw, M, N]
+        # G[i, t] = sum_j alpha_ij A_tj D_it: the weight node t's value gets in node i.
+        G = torch.matmul(alpha, A.transpose(1, 2)[:, None]) * D[:, None]  # [B, Hw, M, M]
+
+        out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
+        if self.hier_embed:
+            out = out + self._embedding_term(alpha, G, tree, cd)
+        return out.to(dtype)
+
+    def _embedding_term(self, alpha: Tensor, G: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
+        """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]."""
+        if tree.max_horizontal < self.max_horizontal or tree.max_vertical < self.max_vertical:
+            raise ValueError("the TreeStructure clamps indices below this module's table sizes; build "
+                             "it with max_horizontal/max_vertical >= the module's")
+        B, Hw, M, _ = alpha.shape
+        Np = tree.pair_leaf.size(1)
+        # beta[i, p] = alpha_{i, j_p} D_{i, t_p}: the weight of pair p = (t_p, j_p) in node i.
+        beta = alpha.gather(-1, tree.pair_leaf[:, None, None, :].expand(B, Hw, M, Np))
+        beta = beta * tree.pair_D[:, None].to(cd)  # [B, Hw, M, Np]
+
+        def bucketed(index: Tensor, table: nn.Embedding, K: int) -> Tensor:
+            # Padded pairs have index 0 -> bucket 0, but beta is 0 there.
+            idx = (index.clamp(1, K) - 1)[:, None, None, :].expand(B, Hw, M, Np)
+            gamma = beta.new_zeros(B, Hw, M, K).scatter_add_(-1, idx, beta)  # [B, Hw, M, K]
+            return torch.matmul(gamma, table.weight.to(cd))
+
+        horizontal = bucketed(tree.pair_horizontal, self.horizontal_embed, self.max_horizontal)
+        if self.vertical_index == "path":
+            vertical = bucketed(tree.pair_vertical_path, self.vertical_embed, self.max_vertical)
+        else:
+            # The depth of t does not depend on the leaf: it is a per-node vector weighted by G.
+            ev = F.embedding(tree.depth.clamp(1, self.max_vertical) - 1, self.vertical_embed.weight.to(cd))
+            ev = ev * tree.node_mask[..., None]
+            vertical = torch.matmul(G, ev[:, None])  # [B, Hw, M, dh // 2]
+        return torch.cat([vertical, horizontal], -1)

@@ -1,0 +1,263 @@
+"""Tree-based multi-head attention (Nguyen et al., ICLR 2020, Section 4.3-4.4, eqs. 11-24).
+
+Two modes, with fairseq ``MultiheadAttention``'s parameters (``q_proj``, ``k_proj``, ``v_proj``,
+``out_proj``, scaling ``head_dim ** -0.5``, attention dropout, same init) plus an ``accumulation``
+submodule (:class:`HierarchicalAccumulation`: leaf-weight vector u and hierarchical embeddings):
+
+* encoder self-attention (``self_attention=True``): queries and keys are ``[leaves; nodes]``; values
+  are ``[L W_V; N']`` with N' the hierarchically accumulated node values; the subtree mask applies.
+* decoder cross-attention (``encoder_decoder_attention=True``): queries are the target states, keys and
+  values ``[nodes; leaves]`` of the encoder output (values ``[N'; L W_V]``), no subtree mask. The
+  encoder side does not depend on the query: :meth:`encoder_kv` computes it once; in incremental
+  decoding it is cached in ``incremental_state`` and reordered by :meth:`reorder_incremental_state`.
+
+Tensors follow fairseq's time-first layout ``[T, B, C]``.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fairseq_tree.modules.hierarchical_accumulation import HierarchicalAccumulation
+from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
+
+IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
+
+
+class TreeMultiheadAttention(nn.Module):
+    """Tree attention over leaves and nodes.
+
+    Args:
+        embed_dim, num_heads, kdim, vdim, dropout, bias: as fairseq ``MultiheadAttention``
+            (``dropout`` is the attention-probability dropout).
+        self_attention / encoder_decoder_attention: the mode (exactly one must be True).
+        subtree_mask: encoder only; False = every real query sees every real key (ablation "-SubMask").
+        hier_embed, max_horizontal, max_vertical, vertical_index, count_leaf_in_mean, leaf_weights:
+            passed to :class:`HierarchicalAccumulation` (paper defaults).
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        kdim: Optional[int] = None,
+        vdim: Optional[int] = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        self_attention: bool = False,
+        encoder_decoder_attention: bool = False,
+        subtree_mask: bool = True,
+        hier_embed: bool = True,
+        max_horizontal: int = DEFAULT_MAX_INDEX,
+        max_vertical: int = DEFAULT_MAX_INDEX,
+        vertical_index: str = "path",
+        count_leaf_in_mean: bool = True,
+        leaf_weights: str = "vector",
+    ):
+        super().__init__()
+        if self_attention == encoder_decoder_attention:
+            raise ValueError("set exactly one of self_attention / encoder_decoder_attention")
+        if embed_dim % num_heads:
+            raise ValueError("embed_dim must be divisible by num_heads")
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self.qkv_same_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        if self_attention and not self.qkv_same_dim:
+            raise ValueError("self-attention requires kdim == vdim == embed_dim")
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.dropout = dropout
+        self.self_attention = self_attention
+        self.encoder_decoder_attention = encoder_decoder_attention
+        self.subtree_mask = subtree_mask
+
+        self.k_proj = nn.Linear(self.kdim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(self.vdim, embed_dim, bias=bias)
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        # w = L u: from the leaves' layer input (eq. 16) / the encoder output leaves (eq. 23).
+        self.accumulation = HierarchicalAccumulation(
+            self.head_dim, num_heads, self.vdim, max_horizontal=max_horizontal,
+            max_vertical=max_vertical, hier_embed=hier_embed, vertical_index=vertical_index,
+            count_leaf_in_mean=count_leaf_in_mean, leaf_weights=leaf_weights)
+        self._incremental_state_id = str(uuid.uuid4())
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """fairseq ``MultiheadAttention`` init (the projections); the accumulation keeps its own."""
+        gain = 1 / math.sqrt(2) if self.qkv_same_dim else 1.0
+        for proj in (self.k_proj, self.v_proj, self.q_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=gain)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        if self.out_proj.bias is not None:
+            nn.init.constant_(self.out_proj.bias, 0.0)
+
+    # ------------------------------------------------------------------ shared pieces
+    def _heads(self, x: Tensor) -> Tensor:
+        """[B, L, C] -> [B, H, L, dh]."""
+        B, L, _ = x.shape
+        return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def _accumulated_values(self, leaves: Tensor, nodes: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor]:
+        """Leaf values and accumulated node values: ([B, H, N, dh], [B, H, M, dh]) from
+        batch-first leaves [B, N, vdim] and nodes [B, M, vdim]."""
+        vl = self._heads(self.v_proj(leaves))
+        vn = self._heads(self.v_proj(nodes))
+        w = self.accumulation.compute_weights(leaves)
+        return vl, self.accumulation(vl, vn, w, tree)
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool
+                ) -> Tuple[Tensor, Optional[Tensor]]:
+        """q [B, H, T, dh] (already scaled), k/v [B, H, S, dh], mask [B, 1, T|1, S] bool (True =
+        attend). Returns ([B, H, T, dh], probs [B, H, T, S] or None). A row with no visible key
+        (cannot happen with TreeStructure masks) attends everywhere and is zeroed, so never NaN."""
+        empty = ~mask.any(-1, keepdim=True)  # [B, 1, T|1, 1]
+        mask = mask | empty
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = torch.matmul(q, k.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
+            probs = F.softmax(scores, dim=-1, dtype=torch.float32).type_as(q)
+            out = torch.matmul(F.dropout(probs, p=p, training=self.training), v)
+        else:
+            probs = None
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, scale=1.0)
+        return out.masked_fill(empty, 0.0), probs
+
+    def _merge(self, out: Tensor) -> Tensor:
+        """[B, H, T, dh] -> out_proj -> [T, B, C]."""
+        B, H, T, dh = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh)).transpose(0, 1)
+
+    @staticmethod
+    def _weights(probs: Optional[Tensor], need_head_weights: bool) -> Optional[Tensor]:
+        """fairseq's format: [B, T, S] averaged over heads, or [H, B, T, S] per head."""
+        if probs is None:
+            return None
+        return probs.transpose(0, 1) if need_head_weights else probs.mean(1)
+
+    # ------------------------------------------------------------------ modes
+    def forward(self, *args, **kwargs):
+        """:meth:`forward_self` or :meth:`forward_cross`, by mode."""
+        if self.self_attention:
+            return self.forward_self(*args, **kwargs)
+        return self.forward_cross(*args, **kwargs)
+
+    def forward_self(self, x: Tensor, tree: TreeStructure, need_weights: bool = False,
+                     need_head_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+        """Encoder tree self-attention (eqs. 12-18).
+
+        Args:
+            x: [N + M, B, C], the leaves (first N rows, N = tree.num_leaves) then the nodes.
+            tree: the batch structure.
+        Returns:
+            (out [N + M, B, C] with padded positions 0, attention weights or None: [B, N+M, N+M]
+            averaged over heads, or [H, B, N+M, N+M] with ``need_head_weights``).
+        """
+        N, M = tree.num_leaves, tree.num_nodes
+        if x.size(0) != N + M:
+            raise ValueError(f"x has {x.size(0)} positions, the tree N + M = {N + M}")
+        need_weights = need_weights or need_head_weights
+        xb = x.transpose(0, 1)  # [B, N + M, C]
+        q = self._heads(self.q_proj(xb)) * self.scaling
+        k = self._heads(self.k_proj(xb))
+        vl, vn = self._accumulated_values(xb[:, :N], xb[:, N:], tree)
+        v = torch.cat([vl, vn], 2)
+        mask = tree.self_attn_mask if self.subtree_mask else tree.full_attn_mask()
+        out, probs = self._attend(q, k, v, mask[:, None], need_weights)
+        real = torch.cat([tree.leaf_mask, tree.node_mask], 1)  # [B, N + M]
+        out = self._merge(out) * real.t()[..., None].to(x.dtype)
+        return out, self._weights(probs, need_head_weights)
+
+    def encoder_kv(self, encoder_leaves: Tensor, encoder_nodes: Tensor, tree: TreeStructure
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        """The encoder side of the cross-attention, independent of the target (compute once per layer).
+
+        Args:
+            encoder_leaves: [N, B, kdim], encoder output leaves.
+            encoder_nodes: [M, B, kdim], encoder output nodes.
+        Returns:
+            (k [B, H, M + N, dh], v [B, H, M + N, dh], key_padding_mask [B, M + N] bool True = pad),
+            keys in the order ``[nodes; leaves]`` (eq. 24), v's node part the accumulated N' (eq. 23).
+        """
+        leaves, nodes = encoder_leaves.transpose(0, 1), encoder_nodes.transpose(0, 1)
+        k = self._heads(self.k_proj(torch.cat([nodes, leaves], 1)))
+        vl, vn = self._accumulated_values(leaves, nodes, tree)
+        return k, torch.cat([vn, vl], 2), tree.cross_key_padding_mask
+
+    def forward_cross(
+        self,
+        query: Tensor,
+        encoder_leaves: Optional[Tensor] = None,
+        encoder_nodes: Optional[Tensor] = None,
+        tree: Optional[TreeStructure] = None,
+        incremental_state: Optional[IncrementalState] = None,
+        need_weights: bool = False,
+        need_head_weights: bool = False,
+        encoder_kv: Optional[Tuple[Tensor, Tensor, Tensor]] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Decoder tree cross-attention (eqs. 21-24), no subtree mask.
+
+        The encoder side comes, in this order of preference, from ``incremental_state`` (cached by an
+        earlier step), ``encoder_kv`` (a precomputed :meth:`encoder_kv` result), or is computed from
+        ``encoder_leaves`` [N, B, kdim], ``encoder_nodes`` [M, B, kdim] and ``tree``; with an
+        ``incremental_state`` it is then cached there.
+
+        Args:
+            query: [T, B, embed_dim] target states (T = 1 per step in incremental decoding).
+        Returns:
+            (out [T, B, embed_dim], attention weights or None: [B, T, M + N] averaged over heads or
+            [H, B, T, M + N], keys ordered [nodes; leaves]).
+        """
+        need_weights = need_weights or need_head_weights
+        saved = self._get_input_buffer(incremental_state)
+        if saved.get("prev_key") is not None:
+            kv = (saved["prev_key"], saved["prev_value"], saved["prev_key_padding_mask"])
+        elif encoder_kv is not None:
+            kv = encoder_kv
+        else:
+            if encoder_leaves is None or encoder_nodes is None or tree is None:
+                raise ValueError("cross-attention needs the encoder leaves, nodes and tree")
+            kv = self.encoder_kv(encoder_leaves, encoder_nodes, tree)
+        if incremental_state is not None and saved.get("prev_key") is None:
+            self._set_input_buffer(incremental_state, {
+                "prev_key": kv[0], "prev_value": kv[1], "prev_key_padding_mask": kv[2]})
+        k, v, key_padding_mask = kv
+        q = self._heads(self.q_proj(query.transpose(0, 1))) * self.scaling
+        mask = ~key_padding_mask[:, None, None, :]  # [B, 1, 1, S]
+        out, probs = self._attend(q, k, v, mask, need_weights)
+        return self._merge(out), self._weights(probs, need_head_weights)
+
+    # ------------------------------------------------------------------ incremental state (fairseq)
+    # Same storage as fairseq's FairseqIncrementalState ("<uuid>.<key>" -> dict of tensors), so a
+    # FairseqIncrementalDecoder's reorder_incremental_state reaches this module's cache.
+    def _get_input_buffer(self, incremental_state: Optional[IncrementalState]) -> Dict[str, Optional[Tensor]]:
+        if incremental_state is None:
+            return {}
+        return incremental_state.get(f"{self._incremental_state_id}.attn_state") or {}
+
+    def _set_input_buffer(self, incremental_state: IncrementalState,
+                          buffer: Dict[str, Optional[Tensor]]) -> IncrementalState:
+        incremental_state[f"{self._incremental_state_id}.attn_state"] = buffer
+        return incremental_state
+
+    def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor
+                                  ) -> IncrementalState:
+        """Reorder the cached encoder (k, v, mask) along the batch for beam search.
+
+        As in fairseq's MultiheadAttention, an order of the same size only permutes beams of the same
+        sentence, whose encoder side is identical, so nothing is copied then."""
+        buffer = self._get_input_buffer(incremental_state)
+        if not buffer:
+            return incremental_state
+        for key, value in list(buffer.items()):
+            if value is None or value.size(0) == new_order.size(0):
+                continue
+            buffer[key] = value.index_select(0, new_order)
+        return self._set_input_buffer(incremental_state, buffer)

@@ -1,0 +1,230 @@
+"""Batch tree structure for tree attention with hierarchical accumulation (Nguyen et al., ICLR 2020).
+
+Everything the tree layers need is derived from the node spans **once per batch** (not per layer or
+head), vectorised over the batch, and kept in a :class:`TreeStructure` shared by all layers.
+
+Project convention: a sentence has ``n`` leaves and ``m >= 0`` nonterminal nodes; node ``i`` covers the
+leaves ``spans[i, 0] <= j < spans[i, 1]`` (half-open, 0-based, counted over the sentence's *real*
+leaves); spans are unique. Padding may sit anywhere (left, right): only the masks say what is real, and
+leaf ``j`` of a sentence is its ``j``-th non-padded leaf position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+DEFAULT_MAX_INDEX = 100  # |E| of the paper (Section 7.4)
+
+
+@dataclass
+class TreeStructure:
+    """Tree structure of a batch (B sentences, N leaf slots, M node slots, Np pair slots).
+
+    Masks are bool and ``True`` = *real* (the opposite of fairseq's padding masks). Every matrix is 0 /
+    ``False`` wherever a padded leaf or node is involved, so padding is invisible by construction.
+
+    Attributes:
+        leaf_mask: [B, N] bool, real leaves.
+        node_mask: [B, M] bool, real nodes.
+        leaf_rank: [B, N] long, index of each leaf in its sentence (0-based; 0 on padding).
+        A: [B, M, N] float32, ``A[b, i, j] = 1`` iff leaf j is under node i.
+        D: [B, M, M] float32, ``D[b, i, t] = 1`` iff node t is in the subtree of node i (diagonal incl.).
+        P: [B, M, N] float32, ``P = D @ A``: number of nodes on the path from leaf j up to node i
+            (both ends counted; 0 where ``A == 0``).
+        span_len: [B, M] float32, ``c_i = sum_j A[i, j]`` (0 on padding).
+        depth: [B, M] long, depth of each node from the root (root = 1; 0 on padding).
+        horizontal: [B, M, N] long, 1-based position of leaf j inside the span of node t, clamped at
+            ``max_horizontal`` (the paper's ``|H_j^t|``); 0 where ``A == 0``.
+        vertical_path: [B, M, N] long, ``P`` clamped at ``max_vertical`` (the paper's ``|V_j^t|``).
+        vertical_depth: [B, M, N] long, ``depth[t]`` clamped at ``max_vertical`` where ``A == 1``
+            (the authors' code).
+        pair_node, pair_leaf: [B, Np] long, the (node t, leaf j) pairs with ``A[t, j] = 1``, packed to
+            the front (``Np = max_b sum A[b]``; padded pairs point at (0, 0)).
+        pair_mask: [B, Np] bool, real pairs.
+        pair_D: [B, M, Np] float32, ``D[i, pair_node[p]]`` (0 for padded pairs): node i sees pair p.
+        pair_horizontal, pair_vertical_path, pair_vertical_depth: [B, Np] long, the clamped indices
+            of each pair (0 for padded pairs).
+        self_attn_mask: [B, N + M, N + M] bool, encoder subtree mask over ``[leaves; nodes]`` (query
+            rows, key columns; True = may attend). Leaf queries see real leaves; node query i sees
+            ``[A[i] | D[i]]``. A padded query sees only itself, so no softmax row is empty (no NaN);
+            its output must be discarded (the attention zeroes it).
+        cross_attn_mask: [B, 1, M + N] bool, decoder cross-attention key mask over ``[nodes; leaves]``
+            (no subtree mask: every target query sees all real nodes and leaves).
+        max_horizontal, max_vertical: the clamps used for the index tensors.
+    """
+
+    leaf_mask: Tensor
+    node_mask: Tensor
+    leaf_rank: Tensor
+    A: Tensor
+    D: Tensor
+    P: Tensor
+    span_len: Tensor
+    depth: Tensor
+    horizontal: Tensor
+    vertical_path: Tensor
+    vertical_depth: Tensor
+    pair_node: Tensor
+    pair_leaf: Tensor
+    pair_mask: Tensor
+    pair_D: Tensor
+    pair_horizontal: Tensor
+    pair_vertical_path: Tensor
+    pair_vertical_depth: Tensor
+    self_attn_mask: Tensor
+    cross_attn_mask: Tensor
+    max_horizontal: int = DEFAULT_MAX_INDEX
+    max_vertical: int = DEFAULT_MAX_INDEX
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def build(
+        cls,
+        spans: Tensor,
+        node_pad_mask: Optional[Tensor],
+        leaf_pad_mask: Optional[Tensor],
+        max_horizontal: int = DEFAULT_MAX_INDEX,
+        max_vertical: int = DEFAULT_MAX_INDEX,
+        num_leaves: Optional[int] = None,
+    ) -> "TreeStructure":
+        """Build the structure of a batch.
+
+        Args:
+            spans: [B, M, 2] long, half-open leaf spans; entries of padded nodes are ignored.
+            node_pad_mask: [B, M] bool, True = padding (fairseq convention); None = no padding.
+            leaf_pad_mask: [B, N] bool, True = padding; None = no padding (then ``num_leaves`` gives N).
+            max_horizontal, max_vertical: clamps of the hierarchical-embedding indices (|E|).
+        """
+        if spans.dim() != 3 or spans.size(-1) != 2:
+            raise ValueError(f"spans must be [B, M, 2], got {tuple(spans.shape)}")
+        B, M = spans.shape[:2]
+        device = spans.device
+        if leaf_pad_mask is None:
+            if num_leaves is None:
+                raise ValueError("give leaf_pad_mask or num_leaves")
+            leaf_mask = torch.ones(B, num_leaves, dtype=torch.bool, device=device)
+        else:
+            leaf_mask = ~leaf_pad_mask.to(device=device, dtype=torch.bool)
+        node_mask = (torch.ones(B, M, dtype=torch.bool, device=device) if node_pad_mask is None
+                     else ~node_pad_mask.to(device=device, dtype=torch.bool))
+        N = leaf_mask.size(1)
+        f32 = torch.float32
+
+        # Spans count real leaves; the rank of a leaf slot maps tensor positions to sentence indices,
+        # which makes left, right (or any) padding work alike.
+        leaf_rank = (leaf_mask.long().cumsum(-1) - 1).clamp_min(0) * leaf_mask
+        start, end = spans[..., 0].long(), spans[..., 1].long()  # [B, M]
+        r = leaf_rank[:, None, :]  # [B, 1, N]
+        A_b = ((start[..., None] <= r) & (r < end[..., None])
+               & node_mask[..., None] & leaf_mask[:, None, :])  # [B, M, N]
+        # t in subtree(i) <=> span(t) inside span(i); exact because spans are unique and nested.
+        D_b = ((start[:, :, None] <= start[:, None, :]) & (end[:, None, :] <= end[:, :, None])
+               & node_mask[:, :, None] & node_mask[:, None, :])  # [B, M(i), M(t)]
+        A = A_b.to(f32)
+        D = D_b.to(f32)
+        P = torch.bmm(D, A)  # exact small integers in fp32
+        span_len = A.sum(-1)
+        depth = D_b.sum(1)  # number of nodes having t in their subtree = depth from the root
+
+        horizontal = ((r - start[..., None] + 1).clamp(1, max_horizontal)) * A_b
+        vertical_path = P.long().clamp(max=max_vertical)
+        vertical_depth = depth.clamp(max=max_vertical)[..., None] * A_b
+
+        # (node, leaf) pairs with A = 1, packed per sentence: the hierarchical embeddings are
+        # accumulated over these pairs instead of over an m x n x d tensor.
+        flat = A_b.reshape(B, M * N)
+        counts = flat.sum(-1)
+        Np = int(counts.max()) if flat.numel() else 0
+        pos = flat.long().cumsum(-1) - 1
+        bi, fi = flat.nonzero(as_tuple=True)
+        pi = pos[bi, fi]
+        pair_node = torch.zeros(B, Np, dtype=torch.long, device=device)
+        pair_leaf = torch.zeros(B, Np, dtype=torch.long, device=device)
+        pair_mask = torch.zeros(B, Np, dtype=torch.bool, device=device)
+        pair_node[bi, pi] = fi // max(N, 1)
+        pair_leaf[bi, pi] = fi % max(N, 1)
+        pair_mask[bi, pi] = True
+        pair_D = D.gather(2, pair_node[:, None, :].expand(B, M, Np)) * pair_mask[:, None, :]
+        flat_idx = pair_node * N + pair_leaf
+
+        def per_pair(x: Tensor) -> Tensor:
+            return x.reshape(B, M * N).gather(1, flat_idx) * pair_mask
+
+        # Encoder self-attention mask over [leaves; nodes].
+        L = N + M
+        self_mask = torch.zeros(B, L, L, dtype=torch.bool, device=device)
+        self_mask[:, :N, :N] = leaf_mask[:, :, None] & leaf_mask[:, None, :]
+        self_mask[:, N:, :N] = A_b
+        self_mask[:, N:, N:] = D_b
+        real = torch.cat([leaf_mask, node_mask], 1)
+        eye = torch.eye(L, dtype=torch.bool, device=device)
+        self_mask |= eye & ~real[:, :, None]  # a padded query sees itself only: no empty softmax row
+
+        cross_mask = torch.cat([node_mask, leaf_mask], 1)[:, None, :]
+
+        return cls(
+            leaf_mask=leaf_mask, node_mask=node_mask, leaf_rank=leaf_rank, A=A, D=D, P=P,
+            span_len=span_len, depth=depth, horizontal=horizontal, vertical_path=vertical_path,
+            vertical_depth=vertical_depth, pair_node=pair_node, pair_leaf=pair_leaf,
+            pair_mask=pair_mask, pair_D=pair_D, pair_horizontal=per_pair(horizontal),
+            pair_vertical_path=per_pair(vertical_path), pair_vertical_depth=per_pair(vertical_depth),
+            self_attn_mask=self_mask, cross_attn_mask=cross_mask,
+            max_horizontal=max_horizontal, max_vertical=max_vertical,
+        )
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def batch_size(self) -> int:
+        return self.A.size(0)
+
+    @property
+    def num_nodes(self) -> int:
+        """M, the node slots."""
+        return self.A.size(1)
+
+    @property
+    def num_leaves(self) -> int:
+        """N, the leaf slots."""
+        return self.A.size(2)
+
+    @property
+    def leaf_pad_mask(self) -> Tensor:
+        """[B, N] bool, True = padding (fairseq convention)."""
+        return ~self.leaf_mask
+
+    @property
+    def node_pad_mask(self) -> Tensor:
+        """[B, M] bool, True = padding."""
+        return ~self.node_mask
+
+    @property
+    def cross_key_padding_mask(self) -> Tensor:
+        """[B, M + N] bool over ``[nodes; leaves]``, True = padding (fairseq ``key_padding_mask``)."""
+        return ~self.cross_attn_mask[:, 0]
+
+    def full_attn_mask(self) -> Tensor:
+        """[B, N + M, N + M] bool: the encoder mask without subtree masking (ablation "-SubMask"):
+        every real query sees every real key; a padded query sees itself only."""
+        real = torch.cat([self.leaf_mask, self.node_mask], 1)
+        L = real.size(1)
+        eye = torch.eye(L, dtype=torch.bool, device=real.device)
+        return (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
+
+    def _map(self, fn) -> "TreeStructure":
+        kw = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            kw[f.name] = fn(v) if isinstance(v, Tensor) else v
+        return TreeStructure(**kw)
+
+    def to(self, device) -> "TreeStructure":
+        """Move to a device; dtypes are kept (the structure stays fp32 under --fp16 on purpose)."""
+        return self._map(lambda t: t.to(device))
+
+    def index_select(self, new_order: Tensor) -> "TreeStructure":
+        """Reorder / repeat sentences along the batch dimension (beam search, encoder_out reordering)."""
+        return self._map(lambda t: t.index_select(0, new_order))

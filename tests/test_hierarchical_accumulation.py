@@ -1,0 +1,431 @@
+"""Hierarchical accumulation and tree attention (Nguyen et al. 2020).
+
+The fast path (matmuls + pair scatter-adds, fairseq_tree.modules) is checked against a slow, loop-based
+transcription of the paper's eqs. (5)-(10) kept in this file, for the paper and the code variants.
+"""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairseq_tree.modules.hierarchical_accumulation import VARIANTS, HierarchicalAccumulation
+from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
+from fairseq_tree.modules.tree_structure import TreeStructure
+
+torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------------------------------- trees
+class RefTree:
+    """A tree as nested children lists (independent of the span arithmetic under test).
+
+    ``children[i]``: list of ("leaf", j) / ("node", t); nodes in post-order, root last."""
+
+    def __init__(self, n, children):
+        self.n, self.children = n, children
+        self.m = len(children)
+        self.spans = [(min(self.leaves(i)), max(self.leaves(i)) + 1) for i in range(self.m)]
+
+    def leaves(self, i):
+        out = set()
+        for kind, x in self.children[i]:
+            out |= {x} if kind == "leaf" else self.leaves(x)
+        return out
+
+    def subtree(self, i):  # R(x_i): nodes of the subtree rooted at i, i included
+        out = {i}
+        for kind, x in self.children[i]:
+            if kind == "node":
+                out |= self.subtree(x)
+        return out
+
+    def depth(self, i):  # root = 1
+        parents = {x: p for p in range(self.m) for kind, x in self.children[p] if kind == "node"}
+        d = 1
+        while i in parents:
+            i, d = parents[i], d + 1
+        return d
+
+
+def random_tree(rng, n, max_children=4):
+    """Random n-ary tree over n leaves, every node >= 2 children (canonical form); n == 1 -> m == 0."""
+    children = []
+
+    def build(s, e):
+        if e - s == 1:
+            return ("leaf", s)
+        k = rng.randint(2, min(max_children, e - s))
+        cuts = sorted(rng.sample(range(s + 1, e), k - 1))
+        bounds = [s] + cuts + [e]
+        kids = [build(a, b) for a, b in zip(bounds, bounds[1:])]
+        children.append(kids)
+        return ("node", len(children) - 1)
+
+    build(0, n)
+    return RefTree(n, children)
+
+
+def bpe_tree():
+    """(S (NP the cat@@ s) (VP sat@@ down)) after BPE: 'cats' -> 'cat@@ s', 'sat' -> 'sa@@ t'.
+    Leaves: the cat@@ s sa@@ t down (6); nodes: NN(1,3) NP(0,3) VBD(3,5) VP(3,6) S(0,6)."""
+    return RefTree(6, [
+        [("leaf", 1), ("leaf", 2)],
+        [("leaf", 0), ("node", 0)],
+        [("leaf", 3), ("leaf", 4)],
+        [("node", 2), ("leaf", 5)],
+        [("node", 1), ("node", 3)],
+    ])
+
+
+# ---------------------------------------------------------------------------------------- reference
+def reference_accumulation(tree, l, nodes, w, ev, eh, variant, hier=True):
+    """Direct transcription of eqs. (5)-(10) for one sentence and one head (numpy, float64).
+
+    l [n, d] leaf values, nodes [m, d] node values, w [n] weights, ev [Kv, d_v] / eh [Kh, d_h] tables.
+    Row r of S / E is the paper's row r + 1 (row 0 = leaves, row t + 1 = node t)."""
+    n, d = l.shape
+    m = tree.m
+    paper = variant == "paper"
+    S = np.zeros((m + 1, n, d))
+    E = np.zeros((m + 1, n, d))
+    S[0] = l  # eq. 5, i = 1
+    for t in range(m):
+        for j in tree.leaves(t):
+            S[t + 1, j] = nodes[t]  # eq. 5, x_j in R(x_t)
+            if hier:  # eq. 9
+                V = sum(1 for u in tree.subtree(t) if j in tree.leaves(u))  # |V_j^t|
+                H = sum(1 for u in tree.leaves(t) if u <= j)  # |H_j^t|
+                vert = V if paper else tree.depth(t)
+                E[t + 1, j] = np.concatenate([ev[min(vert, len(ev)) - 1], eh[min(H, len(eh)) - 1]])
+    T = S + E  # eq. 10
+    out = np.zeros((m, d))
+    for i in range(m):
+        acc = np.zeros((n, d))  # U(S)_i (eq. 6)
+        for j in range(n):
+            if j not in tree.leaves(i):
+                continue  # S_{i+1, j} = 0
+            C = [T[0, j]] + [T[t + 1, j] for t in sorted(tree.subtree(i)) if j in tree.leaves(t)]
+            acc[j] = np.sum(C, 0) / (len(C) if paper else len(C) - 1)
+        leaves = tree.leaves(i)
+        out[i] = sum(w[j] * acc[j] for j in leaves) / len(leaves)  # eq. 7
+    return out
+
+
+# ---------------------------------------------------------------------------------------- batching
+def collate(trees, rng, pad_value=1e3, extra_n=0, extra_m=0):
+    """Pack trees into [B, N] / [B, M] slots with padding on a random side (left or right, leaves and
+    nodes independently). Padded spans get garbage. Returns (spans, node_pad, leaf_pad, leaf_pos,
+    node_pos) with leaf_pos[b][j] / node_pos[b][i] the slot of leaf j / node i."""
+    B = len(trees)
+    N = max(t.n for t in trees) + extra_n
+    M = max(t.m for t in trees) + extra_m
+    spans = torch.randint(0, N + 1, (B, M, 2))
+    node_pad = torch.ones(B, M, dtype=torch.bool)
+    leaf_pad = torch.ones(B, N, dtype=torch.bool)
+    leaf_pos, node_pos = [], []
+    for b, t in enumerate(trees):
+        lo = rng.choice([0, N - t.n])
+        no = rng.choice([0, M - t.m])
+        leaf_pad[b, lo:lo + t.n] = False
+        node_pad[b, no:no + t.m] = False
+        for i, s in enumerate(t.spans):
+            spans[b, no + i] = torch.tensor(s)
+        leaf_pos.append([lo + j for j in range(t.n)])
+        node_pos.append([no + i for i in range(t.m)])
+    return spans, node_pad, leaf_pad, leaf_pos, node_pos
+
+
+def make_module(variant, dh, H, din, hier=True, kh=100, kv=100, dtype=torch.float64):
+    mod = HierarchicalAccumulation.from_variant(variant, dh, H, din, hier_embed=hier,
+                                                max_horizontal=kh, max_vertical=kv).to(dtype)
+    return mod
+
+
+# ---------------------------------------------------------------------------------------- (a) parity
+def check_parity(trees, variant, seed, kh=100, kv=100, hier=True, dtype=torch.float64, tol=1e-5):
+    rng = random.Random(seed)
+    g = torch.Generator().manual_seed(seed)
+    H, dh, din = 2, 6, 5
+    spans, node_pad, leaf_pad, leaf_pos, node_pos = collate(trees, rng, extra_n=rng.randint(0, 2),
+                                                             extra_m=rng.randint(0, 2))
+    tree = TreeStructure.build(spans, node_pad, leaf_pad, max_horizontal=kh, max_vertical=kv)
+    B, N, M = len(trees), leaf_pad.size(1), node_pad.size(1)
+    mod = make_module(variant, dh, H, din, hier, kh, kv, dtype)
+    x = torch.randn(B, N, din, generator=g, dtype=dtype)
+    vl = torch.randn(B, H, N, dh, generator=g, dtype=dtype)
+    vn = torch.randn(B, H, M, dh, generator=g, dtype=dtype)
+    # garbage in the padding: it must not leak
+    vl = vl.masked_fill(leaf_pad[:, None, :, None], 1e4)
+    vn = vn.masked_fill(node_pad[:, None, :, None], float("nan"))
+    with torch.no_grad():
+        w = mod.compute_weights(x)
+        out = mod(vl, vn, w, tree)
+    assert out.shape == (B, H, M, dh) and out.dtype == dtype
+    assert torch.isfinite(out).all()
+    assert (out.masked_select(node_pad[:, None, :, None]) == 0).all()
+    ev = mod.vertical_embed.weight.detach().double().numpy() if hier else None
+    eh = mod.horizontal_embed.weight.detach().double().numpy() if hier else None
+    for b, t in enumerate(trees):
+        for h in range(H):
+            wh = w[b, h if w.size(1) > 1 else 0, leaf_pos[b]].double().numpy()
+            ref = reference_accumulation(
+                t, vl[b, h, leaf_pos[b]].double().numpy(), vn[b, h, node_pos[b]].double().numpy(),
+                wh, ev, eh, variant, hier)
+            got = out[b, h, node_pos[b]].double().numpy()
+            np.testing.assert_allclose(got, ref, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), max_children=st.sampled_from([2, 3, 5]))
+def test_parity_random_trees(variant, seed, max_children):
+    rng = random.Random(seed)
+    trees = [random_tree(rng, rng.randint(1, 11), max_children) for _ in range(rng.randint(1, 4))]
+    check_parity(trees, variant, seed)
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_parity_special_trees(variant):
+    rng = random.Random(0)
+    one_word = random_tree(rng, 1)
+    assert one_word.m == 0
+    chain = RefTree(7, [[("leaf", 5), ("leaf", 6)]] + [[("leaf", 4 - k), ("node", k)] for k in range(5)])
+    assert chain.spans[-1] == (0, 7) and chain.m == 6
+    trees = [one_word, bpe_tree(), chain, random_tree(rng, 9, 2)]
+    check_parity(trees, variant, 1)
+    check_parity([one_word], variant, 2)  # M = 0, Np = 0
+    check_parity(trees, variant, 3, hier=False)
+    # clamping of the indices at |E| (small tables, deep chain, long spans)
+    check_parity(trees, variant, 4, kh=3, kv=2)
+    # fp32 inputs
+    check_parity(trees, variant, 5, dtype=torch.float32, tol=1e-5)
+
+
+def test_fp16_computes_in_fp32():
+    rng = random.Random(7)
+    trees = [random_tree(rng, 8), random_tree(rng, 5)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    mod = make_module("paper", 4, 2, 3, dtype=torch.float32)
+    B, N, M = 2, leaf_pad.size(1), node_pad.size(1)
+    vl = torch.randn(B, 2, N, 4).to(torch.bfloat16)
+    vn = torch.randn(B, 2, M, 4).to(torch.bfloat16)
+    w = mod.compute_weights(torch.randn(B, N, 3))
+    ref = mod(vl.float(), vn.float(), w, tree)
+    mod.to(torch.bfloat16)  # as under --bf16: the tables become bf16 too
+    out = mod(vl, vn, w, tree)
+    assert out.dtype == torch.bfloat16
+    assert torch.allclose(out.float(), ref, atol=0.05, rtol=0.02)
+
+
+# ---------------------------------------------------------------------------------------- (b) batch invariance
+def _attention_pair(variant, E=16, H=4):
+    torch.manual_seed(0)
+    kw = dict(VARIANTS[variant])
+    enc = TreeMultiheadAttention(E, H, self_attention=True, **kw).eval()
+    dec = TreeMultiheadAttention(E, H, encoder_decoder_attention=True, **kw).eval()
+    return enc, dec
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_batch_invariance(variant):
+    rng = random.Random(11)
+    E, H, T = 16, 4, 3
+    enc, dec = _attention_pair(variant, E, H)
+    alone = random_tree(rng, 5)
+    others = [random_tree(rng, 9), random_tree(rng, 1), random_tree(rng, 12, 2)]
+    g = torch.Generator().manual_seed(3)
+    x_leaves = torch.randn(alone.n, 1, E, generator=g)
+    x_nodes = torch.randn(alone.m, 1, E, generator=g)
+    y = torch.randn(T, 1, E, generator=g)
+
+    def run(trees, slot, xl, xn, yq):
+        spans, node_pad, leaf_pad, leaf_pos, node_pos = collate(trees, rng, extra_n=1, extra_m=1)
+        tree = TreeStructure.build(spans, node_pad, leaf_pad)
+        B, N, M = len(trees), leaf_pad.size(1), node_pad.size(1)
+        L = torch.randn(N, B, E, generator=g) * 5  # garbage everywhere, real rows overwritten
+        Nd = torch.randn(M, B, E, generator=g) * 5
+        L[leaf_pos[slot], slot] = xl[:, 0]
+        Nd[node_pos[slot], slot] = xn[:, 0]
+        Y = torch.randn(T, B, E, generator=g)
+        Y[:, slot] = yq[:, 0]
+        with torch.no_grad():
+            out, _ = enc(torch.cat([L, Nd]), tree)
+            vl = enc._heads(enc.v_proj(L.transpose(0, 1)))
+            vn = enc._heads(enc.v_proj(Nd.transpose(0, 1)))
+            acc = enc.accumulation(vl, vn, enc.accumulation.compute_weights(L.transpose(0, 1)), tree)
+            cross, _ = dec(Y, L, Nd, tree)
+        return (out[leaf_pos[slot], slot], out[[N + i for i in node_pos[slot]], slot],
+                acc[slot][:, node_pos[slot]], cross[:, slot])
+
+    single = run([alone], 0, x_leaves, x_nodes, y)
+    for slot in range(4):
+        trees = others[:slot] + [alone] + others[slot:]
+        batched = run(trees, slot, x_leaves, x_nodes, y)
+        for a, b in zip(single, batched):
+            assert torch.allclose(a, b, atol=1e-6, rtol=0), (a - b).abs().max()
+
+
+# ---------------------------------------------------------------------------------------- (c) gradients
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_gradients_reach_parameters(variant):
+    rng = random.Random(5)
+    trees = [bpe_tree(), random_tree(rng, 7)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    E, H = 16, 4
+    enc = TreeMultiheadAttention(E, H, self_attention=True, **VARIANTS[variant])
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    x = torch.randn(N + M, 2, E, requires_grad=True)
+    vn = torch.randn(2, H, M, E // H, requires_grad=True)
+    vl = enc._heads(enc.v_proj(x[:N].transpose(0, 1)))
+    w = enc.accumulation.compute_weights(x[:N].transpose(0, 1))
+    acc = enc.accumulation(vl, vn, w, tree)
+    out, _ = enc(x, tree)
+    ((acc * torch.randn_like(acc)).sum() + (out * torch.randn_like(out)).sum()).backward()
+    acc_mod = enc.accumulation
+    u = acc_mod.weight_proj.weight  # u_s ([1, d]) or the per-head Linear
+    for name, p in [("u_s", u), ("vertical_embed", acc_mod.vertical_embed.weight),
+                    ("horizontal_embed", acc_mod.horizontal_embed.weight), ("node values", vn),
+                    ("v_proj", enc.v_proj.weight), ("input", x)]:
+        assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+    # padded node values get no gradient (they are invisible)
+    assert (vn.grad.masked_select(node_pad[:, None, :, None]) == 0).all()
+    # only the embedding rows of indices that occur are touched
+    assert (acc_mod.horizontal_embed.weight.grad[7:] == 0).all()
+
+
+# ---------------------------------------------------------------------------------------- (d) masks
+def test_subtree_mask_hand_made():
+    # ((a b) c): node 0 = (0, 2), node 1 = root (0, 3). Layout [a, b, c, n0, n1].
+    spans = torch.tensor([[[0, 2], [0, 3]]])
+    tree = TreeStructure.build(spans, torch.tensor([[False, False]]), torch.tensor([[False] * 3]))
+    expected = torch.tensor([
+        # a  b  c  n0 n1
+        [1, 1, 1, 0, 0],  # a
+        [1, 1, 1, 0, 0],  # b
+        [1, 1, 1, 0, 0],  # c
+        [1, 1, 0, 1, 0],  # n0 sees its leaves and itself
+        [1, 1, 1, 1, 1],  # root sees everything
+    ], dtype=torch.bool)
+    assert torch.equal(tree.self_attn_mask[0], expected)
+    assert torch.equal(tree.cross_attn_mask[0, 0], torch.ones(5, dtype=torch.bool))
+    assert tree.depth.tolist() == [[2, 1]]
+    assert tree.P.tolist() == [[[1, 1, 0], [2, 2, 1]]]  # nodes on the path leaf -> node
+    assert tree.horizontal.tolist() == [[[1, 2, 0], [1, 2, 3]]]
+    clamped = TreeStructure.build(spans, None, None, max_horizontal=2, max_vertical=1, num_leaves=3)
+    assert clamped.horizontal.tolist() == [[[1, 2, 0], [1, 2, 2]]]
+    assert clamped.vertical_path.tolist() == [[[1, 1, 0], [1, 1, 1]]]
+    assert clamped.vertical_depth.tolist() == [[[1, 1, 0], [1, 1, 1]]]
+    assert clamped.pair_horizontal.tolist() == [[1, 2, 1, 2, 2]]  # pairs (0,0) (0,1) (1,0) (1,1) (1,2)
+
+    # the same tree left-padded by one leaf and one node next to a 4-leaf sentence (a (b (c d)))
+    spans = torch.tensor([[[9, 9], [0, 2], [0, 3]], [[2, 4], [1, 4], [0, 4]]])
+    node_pad = torch.tensor([[True, False, False], [False, False, False]])
+    leaf_pad = torch.tensor([[True, False, False, False], [False] * 4])
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    # layout [pad, a, b, c, pad-node, n0, n1]; a padded query sees itself only
+    expected = torch.tensor([
+        [1, 0, 0, 0, 0, 0, 0],
+        [0, 1, 1, 1, 0, 0, 0],
+        [0, 1, 1, 1, 0, 0, 0],
+        [0, 1, 1, 1, 0, 0, 0],
+        [0, 0, 0, 0, 1, 0, 0],
+        [0, 1, 1, 0, 0, 1, 0],
+        [0, 1, 1, 1, 0, 1, 1],
+    ], dtype=torch.bool)
+    assert torch.equal(tree.self_attn_mask[0], expected)
+    # cross mask over [nodes; leaves]
+    assert tree.cross_attn_mask[0, 0].tolist() == [False, True, True, False, True, True, True]
+    assert tree.depth.tolist() == [[0, 2, 1], [3, 2, 1]]
+
+
+# ---------------------------------------------------------------------------------------- (e) no NaN
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_no_nan_single_word_and_padding(need_weights):
+    E, H = 16, 4
+    enc, dec = _attention_pair("paper", E, H)
+    # one-word sentence alone: M = 0
+    tree = TreeStructure.build(torch.zeros(1, 0, 2, dtype=torch.long), torch.zeros(1, 0, dtype=torch.bool),
+                               torch.zeros(1, 1, dtype=torch.bool))
+    out, attn = enc(torch.randn(1, 1, E), tree, need_weights=need_weights)
+    assert out.shape == (1, 1, E) and torch.isfinite(out).all()
+    cross, _ = dec(torch.randn(2, 1, E), torch.randn(1, 1, E), torch.randn(0, 1, E), tree,
+                   need_weights=need_weights)
+    assert torch.isfinite(cross).all()
+    # a batch where the one-word sentence has only padded node rows and leaf padding
+    rng = random.Random(1)
+    trees = [random_tree(rng, 1), random_tree(rng, 6)]
+    spans, node_pad, leaf_pad, leaf_pos, node_pos = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    x = torch.randn(N + M, 2, E)
+    out, attn = enc(x, tree, need_weights=need_weights)
+    assert torch.isfinite(out).all()
+    pad = torch.cat([leaf_pad, node_pad], 1).t()
+    assert (out[pad] == 0).all()
+    if need_weights:
+        assert torch.isfinite(attn).all()
+        assert torch.allclose(attn.sum(-1), torch.ones_like(attn.sum(-1)))
+    cross, _ = dec(torch.randn(3, 2, E), x[:N], x[N:], tree, need_weights=need_weights)
+    assert torch.isfinite(cross).all()
+
+
+# ---------------------------------------------------------------------------------------- attention API
+def test_sdpa_matches_explicit_and_masks_are_respected():
+    rng = random.Random(2)
+    E, H = 16, 4
+    enc, dec = _attention_pair("paper", E, H)
+    trees = [random_tree(rng, 7), random_tree(rng, 4)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    x = torch.randn(N + M, 2, E)
+    fast, _ = enc(x, tree)
+    slow, attn = enc(x, tree, need_head_weights=True)
+    assert torch.allclose(fast, slow, atol=1e-6)
+    assert attn.shape == (H, 2, N + M, N + M)
+    assert (attn[:, ~tree.self_attn_mask] == 0).all()
+    # -SubMask ablation: the real rows see every real key
+    enc.subtree_mask = False
+    _, attn = enc(x, tree, need_weights=True)
+    real = torch.cat([tree.leaf_mask, tree.node_mask], 1)
+    assert ((attn > 0) == (real[:, :, None] & real[:, None, :]) | ((attn > 0) & ~real[:, :, None])).all()
+    y = torch.randn(3, 2, E)
+    a, _ = dec(y, x[:N], x[N:], tree)
+    b, w = dec(y, x[:N], x[N:], tree, need_weights=True)
+    assert torch.allclose(a, b, atol=1e-6) and w.shape == (2, 3, M + N)
+    assert (w[~tree.cross_attn_mask.expand(2, 3, M + N)] == 0).all()
+
+
+def test_incremental_cross_attention_and_beam_reorder():
+    rng = random.Random(3)
+    E, H, beam = 16, 4, 2
+    _, dec = _attention_pair("code", E, H)
+    trees = [random_tree(rng, 6), random_tree(rng, 3)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    leaves, nodes = torch.randn(N, 2, E), torch.randn(M, 2, E)
+    # expand to the beam, as fairseq's reorder_encoder_out does
+    order = torch.arange(2).repeat_interleave(beam)
+    leaves_b, nodes_b, tree_b = leaves[:, order], nodes[:, order], tree.index_select(order)
+    y = torch.randn(4, 2 * beam, E)
+    full, _ = dec(y, leaves_b, nodes_b, tree_b)
+    state = {}
+    steps = [dec(y[s:s + 1], leaves_b, nodes_b, tree_b, incremental_state=state)[0] for s in range(2)]
+    # the cache is used from then on: no encoder input needed
+    steps += [dec(y[s:s + 1], incremental_state=state)[0] for s in range(2, 4)]
+    assert torch.allclose(torch.cat(steps), full, atol=1e-6)
+    # precomputed encoder (k, v, mask) gives the same
+    kv = dec.encoder_kv(leaves_b, nodes_b, tree_b)
+    assert torch.allclose(dec(y, encoder_kv=kv)[0], full, atol=1e-6)
+    # batch shrinks to sentence 1 only: the cache follows
+    keep = torch.tensor([2, 3])
+    dec.reorder_incremental_state(state, keep)
+    out, _ = dec(y[:1, keep], incremental_state=state)
+    assert torch.allclose(out, full[:1, keep], atol=1e-6)
