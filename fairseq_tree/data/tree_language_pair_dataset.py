@@ -1,0 +1,66 @@
+"""A fairseq ``LanguagePairDataset`` whose source is a tree: leaves, node labels and spans.
+
+The leaves are the ordinary source dataset (no EOS); ``nodes`` [m] and ``spans`` [2m] (half-open,
+post-order, see ``fairseq_tree/trees.py``) come from the ``.nodes`` and ``.spans`` datasets written by
+``fairseq-tree-preprocess``. Batching and ``--max-source-positions`` count leaves + nodes, the length
+the encoder attends over.
+"""
+
+from typing import List, Sequence
+
+import numpy as np
+import torch
+from fairseq.data import LanguagePairDataset
+
+
+def collate_tree_side(nodes: Sequence[torch.Tensor], spans: Sequence[torch.Tensor], label_pad: int):
+    """Right-pad per-sentence node labels [m] and spans [m, 2] into [B, M] and [B, M, 2] (spans pad 0)."""
+    bsz = len(nodes)
+    m = max([len(x) for x in nodes] + [0])
+    out_nodes = torch.full((bsz, m), label_pad, dtype=torch.long)
+    out_spans = torch.zeros((bsz, m, 2), dtype=torch.long)
+    for b, (n, s) in enumerate(zip(nodes, spans)):
+        out_nodes[b, : len(n)] = n
+        out_spans[b, : len(n)] = s.view(-1, 2)
+    return out_nodes, out_spans
+
+
+class TreeLanguagePairDataset(LanguagePairDataset):
+    """Adds ``net_input['src_nodes']`` [B, M] and ``net_input['src_spans']`` [B, M, 2] to each batch."""
+
+    def __init__(self, base: LanguagePairDataset, nodes, spans, label_dict):
+        self.__dict__.update(base.__dict__)
+        if len(nodes) != len(base) or len(spans) != len(base):
+            raise ValueError(f"tree side has {len(nodes)} node rows and {len(spans)} span rows "
+                             f"for {len(base)} sentences")
+        self.nodes, self.spans, self.label_dict = nodes, spans, label_dict
+        self.node_sizes = np.asarray(nodes.sizes if hasattr(nodes, "sizes") else [len(x) for x in nodes])
+        self.leaf_sizes = self.src_sizes
+        # the encoder attends over leaves + nodes: batch and filter by that length
+        self.src_sizes = self.leaf_sizes + self.node_sizes
+        self.sizes = np.vstack((self.src_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None else self.src_sizes
+        self.on_collate = None  # optional callback(batch), used by fairseq-interactive support
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        item["nodes"] = self.nodes[index].long()
+        item["spans"] = self.spans[index].long().view(-1, 2)
+        return item
+
+    def collater(self, samples: List[dict], pad_to_length=None):
+        res = super().collater(samples, pad_to_length=pad_to_length)
+        if not res:
+            return res
+        by_id = {s["id"]: s for s in samples}
+        ordered = [by_id[int(i)] for i in res["id"]]  # collate() sorted the batch by source length
+        nodes, spans = collate_tree_side([s["nodes"] for s in ordered], [s["spans"] for s in ordered],
+                                         self.label_dict.pad())
+        res["net_input"]["src_nodes"] = nodes
+        res["net_input"]["src_spans"] = spans
+        if self.on_collate is not None:
+            self.on_collate(res)
+        return res
+
+    @property
+    def supports_prefetch(self):
+        return False

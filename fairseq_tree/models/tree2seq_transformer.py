@@ -1,0 +1,328 @@
+"""``tree2seq``: Transformer translation from source trees with hierarchical accumulation
+(Nguyen et al., "Tree-structured Attention with Hierarchical Accumulation", ICLR 2020).
+
+Encoder: self-attention over ``[leaves; nodes]`` with the subtree mask (node queries see their own
+subtree's leaves and nodes, leaf queries see leaves), node values replaced by the hierarchical
+accumulation of the values, hierarchical embeddings; leaves and nodes share every layer weight.
+Leaves get token embeddings + positions, nodes get label embeddings (their own table, no positions).
+Decoder: fairseq's Transformer decoder whose cross-attention attends over ``[nodes; leaves]`` (no
+subtree mask) with node values accumulated from the encoder output; that encoder side depends only on
+the source, so each layer computes it once and keeps it in ``incremental_state`` during beam search.
+
+Defaults follow the paper; the authors' code's choices are flags (``--tree-vertical-index depth``,
+``--tree-mean-without-leaf``, ``--tree-leaf-weights per-head``). Ablations (paper Table 3):
+``--no-hierarchical-embeddings``, ``--no-subtree-mask``.
+"""
+
+import math
+from types import SimpleNamespace
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn as nn
+from fairseq import utils
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import FairseqEncoder, register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerConfig, TransformerDecoderBase, TransformerModel, base_architecture,
+)
+from fairseq.modules import FairseqDropout, LayerNorm, PositionalEmbedding
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from torch import Tensor
+
+from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
+from fairseq_tree.modules.tree_structure import TreeStructure
+
+
+def _tree_attention_kwargs(args) -> dict:
+    return dict(
+        hier_embed=not getattr(args, "no_hierarchical_embeddings", False),
+        max_horizontal=getattr(args, "hier_embed_size", 100),
+        max_vertical=getattr(args, "hier_embed_size", 100),
+        vertical_index=getattr(args, "tree_vertical_index", "path"),
+        count_leaf_in_mean=not getattr(args, "tree_mean_without_leaf", False),
+        leaf_weights=getattr(args, "tree_leaf_weights", "vector"),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# encoder
+# --------------------------------------------------------------------------------------------------
+
+class Tree2SeqEncoderLayer(nn.Module):
+    """Tree self-attention + position-wise FFN, post-LN (paper, default) or pre-LN (``--encoder-normalize-before``)."""
+
+    def __init__(self, args):
+        super().__init__()
+        d = args.encoder_embed_dim
+        self.normalize_before = args.encoder_normalize_before
+        self.self_attn = TreeMultiheadAttention(
+            d, args.encoder_attention_heads, dropout=args.attention_dropout, self_attention=True,
+            subtree_mask=not getattr(args, "no_subtree_mask", False), **_tree_attention_kwargs(args))
+        self.self_attn_layer_norm = LayerNorm(d)
+        self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
+        self.activation_fn = utils.get_activation_fn(activation=getattr(args, "activation_fn", "relu"))
+        self.activation_dropout_module = FairseqDropout(
+            float(getattr(args, "activation_dropout", 0) or 0), module_name=self.__class__.__name__)
+        self.fc1 = nn.Linear(d, args.encoder_ffn_embed_dim)
+        self.fc2 = nn.Linear(args.encoder_ffn_embed_dim, d)
+        self.final_layer_norm = LayerNorm(d)
+
+    def forward(self, x: Tensor, tree: TreeStructure, need_head_weights: bool = False):
+        """x: [N + M, B, C] (leaves then nodes) -> same shape; attention [H, B, T, T] if asked."""
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, attn = self.self_attn.forward_self(x, tree, need_head_weights=need_head_weights)
+        x = residual + self.dropout_module(x)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        residual = x
+        if self.normalize_before:
+            x = self.final_layer_norm(x)
+        x = self.fc2(self.activation_dropout_module(self.activation_fn(self.fc1(x))))
+        x = residual + self.dropout_module(x)
+        if not self.normalize_before:
+            x = self.final_layer_norm(x)
+        return x, attn
+
+
+class Tree2SeqEncoder(FairseqEncoder):
+    """Encodes ``[leaves; nodes]``. ``encoder_out['encoder_out'][0]`` is [N + M, B, C] (leaves first),
+    ``encoder_out['tree'][0]`` the batch's :class:`TreeStructure` (for the decoder and reordering)."""
+
+    def __init__(self, args, dictionary, label_dictionary, embed_tokens, embed_labels):
+        super().__init__(dictionary)
+        self.label_dictionary = label_dictionary
+        d = embed_tokens.embedding_dim
+        self.padding_idx = embed_tokens.padding_idx
+        self.label_padding_idx = embed_labels.padding_idx
+        self.max_source_positions = args.max_source_positions
+        self.embed_tokens, self.embed_labels = embed_tokens, embed_labels
+        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
+        self.embed_positions = None if args.no_token_positional_embeddings else PositionalEmbedding(
+            args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos)
+        self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
+        self.layers = nn.ModuleList([Tree2SeqEncoderLayer(args) for _ in range(args.encoder_layers)])
+        self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
+        self.max_hier_index = getattr(args, "hier_embed_size", 100)
+
+    def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
+        return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),
+                                   src_tokens.eq(self.padding_idx), max_horizontal=self.max_hier_index,
+                                   max_vertical=self.max_hier_index)
+
+    def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, src_nodes: Optional[Tensor] = None,
+                src_spans: Optional[Tensor] = None, return_all_hiddens: bool = False):
+        """src_tokens [B, N] leaves, src_nodes [B, M] label ids, src_spans [B, M, 2] half-open spans."""
+        if src_nodes is None or src_spans is None:
+            raise ValueError("tree2seq needs src_nodes and src_spans: use --task tree_translation")
+        tree = self.build_tree(src_tokens, src_nodes, src_spans)
+        leaves = self.embed_scale * self.embed_tokens(src_tokens)
+        if self.embed_positions is not None:
+            leaves = leaves + self.embed_positions(src_tokens)
+        nodes = self.embed_scale * self.embed_labels(src_nodes)
+        x = self.dropout_module(torch.cat([leaves, nodes], 1)).transpose(0, 1)  # [N + M, B, C]
+        padding_mask = torch.cat([tree.leaf_pad_mask, tree.node_pad_mask], 1)
+        states = [x] if return_all_hiddens else []
+        for layer in self.layers:
+            x, _ = layer(x, tree)
+            if return_all_hiddens:
+                states.append(x)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return {
+            "encoder_out": [x], "encoder_padding_mask": [padding_mask], "encoder_embedding": [],
+            "encoder_states": states, "tree": [tree], "src_tokens": [], "src_lengths": [],
+        }
+
+    @torch.jit.unused
+    def reorder_encoder_out(self, encoder_out: Dict[str, List], new_order: Tensor):
+        out = {
+            "encoder_out": [x.index_select(1, new_order) for x in encoder_out["encoder_out"]],
+            "encoder_padding_mask": [x.index_select(0, new_order) for x in encoder_out["encoder_padding_mask"]],
+            "encoder_embedding": [], "src_tokens": [], "src_lengths": [],
+            "encoder_states": [x.index_select(1, new_order) for x in encoder_out["encoder_states"]],
+            "tree": [t.index_select(new_order) for t in encoder_out["tree"]],
+        }
+        return out
+
+    def max_positions(self):
+        return self.max_source_positions
+
+
+# --------------------------------------------------------------------------------------------------
+# decoder
+# --------------------------------------------------------------------------------------------------
+
+class TreeCrossAttention(nn.Module):
+    """fairseq's ``encoder_attn`` call signature over :class:`TreeMultiheadAttention`'s cross mode.
+
+    The decoder puts the batch's tree in the shared ``context`` before running its layers; ``key`` is
+    the encoder output ``[leaves; nodes]`` and is split at N. The accumulated encoder side is cached
+    in ``incremental_state`` by the attention itself."""
+
+    def __init__(self, attn: TreeMultiheadAttention, context: SimpleNamespace):
+        super().__init__()
+        self.attn = attn
+        self.context = context
+
+    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, static_kv=True,
+                need_weights=False, need_head_weights=False, **unused):
+        tree = self.context.tree
+        n = tree.num_leaves
+        return self.attn.forward_cross(query, key[:n], key[n:], tree, incremental_state=incremental_state,
+                                       need_weights=need_weights, need_head_weights=need_head_weights)
+
+
+class Tree2SeqDecoderLayer(TransformerDecoderLayerBase):
+    def __init__(self, cfg, context, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
+        self._context = context
+        super().__init__(cfg, no_encoder_attn, add_bias_kv, add_zero_attn)
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        attn = TreeMultiheadAttention(
+            embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout, encoder_decoder_attention=True, **_tree_attention_kwargs(cfg))
+        return TreeCrossAttention(attn, self._context)
+
+
+class Tree2SeqDecoder(TransformerDecoderBase):
+    """fairseq's Transformer decoder with tree cross-attention over ``[nodes; leaves]``."""
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        context = self.__dict__.setdefault("_tree_context", SimpleNamespace(tree=None))
+        layer = Tree2SeqDecoderLayer(cfg, context, no_encoder_attn)
+        checkpoint = cfg.checkpoint_activations
+        if checkpoint:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0
+        return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
+
+    def extract_features_scriptable(self, prev_output_tokens, encoder_out, incremental_state=None,
+                                    full_context_alignment=False, alignment_layer=None, alignment_heads=None):
+        self._tree_context.tree = encoder_out["tree"][0] if encoder_out is not None else None
+        return super().extract_features_scriptable(
+            prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
+            alignment_heads)
+
+
+# --------------------------------------------------------------------------------------------------
+# model
+# --------------------------------------------------------------------------------------------------
+
+@register_model("tree2seq")
+class Tree2SeqModel(TransformerModel):
+    """Tree-to-sequence Transformer (see the module docstring); data from ``--task tree_translation``."""
+
+    @staticmethod
+    def add_args(parser):
+        TransformerModel.add_args(parser)
+        parser.add_argument("--no-hierarchical-embeddings", action="store_true",
+                            help="ablation: no hierarchical embeddings (paper Table 3, -HierEmb)")
+        parser.add_argument("--no-subtree-mask", action="store_true",
+                            help="ablation: node queries see every leaf and node (paper Table 3, -SubMask)")
+        parser.add_argument("--hier-embed-size", type=int, metavar="E",
+                            help="|E|: rows of the vertical and horizontal hierarchical embeddings (paper: 100)")
+        parser.add_argument("--tree-vertical-index", choices=["path", "depth"],
+                            help="vertical embedding index: nodes on the path from the leaf (paper) or the "
+                                 "node's depth from the root (authors' code)")
+        parser.add_argument("--tree-mean-without-leaf", action="store_true",
+                            help="upward mean divides by the number of nodes only, the leaf in the sum but "
+                                 "not in the count (authors' code); default: the paper's |path| incl. the leaf")
+        parser.add_argument("--tree-leaf-weights", choices=["vector", "per-head"],
+                            help="w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)")
+
+    @classmethod
+    def build_model(cls, args, task):
+        tree2seq_base(args)
+        if getattr(args, "max_source_positions", None) is None:
+            args.max_source_positions = 1024
+        if getattr(args, "max_target_positions", None) is None:
+            args.max_target_positions = 1024
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        label_dict = task.label_dictionary
+        if args.share_all_embeddings:
+            if src_dict != tgt_dict:
+                raise ValueError("--share-all-embeddings requires a joined dictionary")
+            if args.encoder_embed_dim != args.decoder_embed_dim:
+                raise ValueError("--share-all-embeddings requires encoder-embed-dim == decoder-embed-dim")
+            enc_emb = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
+            dec_emb = enc_emb
+            args.share_decoder_input_output_embed = True
+        else:
+            enc_emb = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
+            dec_emb = cls.build_embedding(args, tgt_dict, args.decoder_embed_dim, args.decoder_embed_path)
+        label_emb = cls.build_embedding(args, label_dict, args.encoder_embed_dim)
+        encoder = Tree2SeqEncoder(args, src_dict, label_dict, enc_emb, label_emb)
+        cfg = TransformerConfig.from_namespace(args)
+        decoder = Tree2SeqDecoder(cfg, tgt_dict, dec_emb, no_encoder_attn=cfg.no_cross_attention)
+        return cls(args, encoder, decoder)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, src_nodes=None, src_spans=None,
+                return_all_hiddens: bool = True, features_only: bool = False,
+                alignment_layer: Optional[int] = None, alignment_heads: Optional[int] = None):
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, src_nodes=src_nodes, src_spans=src_spans,
+                                   return_all_hiddens=return_all_hiddens)
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                            alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                            src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+
+
+# --------------------------------------------------------------------------------------------------
+# architectures (paper settings; tiny for CPU runs and tests)
+# --------------------------------------------------------------------------------------------------
+
+@register_model_architecture("tree2seq", "tree2seq")
+def tree2seq_base(args):
+    args.no_hierarchical_embeddings = getattr(args, "no_hierarchical_embeddings", False)
+    args.no_subtree_mask = getattr(args, "no_subtree_mask", False)
+    args.hier_embed_size = getattr(args, "hier_embed_size", None) or 100
+    args.tree_vertical_index = getattr(args, "tree_vertical_index", None) or "path"
+    args.tree_mean_without_leaf = getattr(args, "tree_mean_without_leaf", False)
+    args.tree_leaf_weights = getattr(args, "tree_leaf_weights", None) or "vector"
+    base_architecture(args)
+
+
+@register_model_architecture("tree2seq", "tree2seq_iwslt_de_en")
+def tree2seq_iwslt_de_en(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.encoder_layers = getattr(args, "encoder_layers", 6)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 512)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 1024)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    args.decoder_layers = getattr(args, "decoder_layers", 6)
+    tree2seq_base(args)
+
+
+@register_model_architecture("tree2seq", "tree2seq_wmt_en_de")
+def tree2seq_wmt_en_de(args):
+    tree2seq_base(args)  # d 512, ffn 2048, 8 heads, 6 + 6 layers: fairseq's transformer base
+
+
+@register_model_architecture("tree2seq", "tree2seq_wmt_en_de_big")
+def tree2seq_wmt_en_de_big(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 16)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 1024)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 4096)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 16)
+    args.dropout = getattr(args, "dropout", 0.3)
+    tree2seq_base(args)
+
+
+@register_model_architecture("tree2seq", "tree2seq_tiny")
+def tree2seq_tiny(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
+    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    tree2seq_base(args)

@@ -1,0 +1,168 @@
+"""Task ``tree_translation``: translation from source trees (Nguyen et al., ICLR 2020).
+
+Data: a directory written by ``fairseq-tree-preprocess`` (leaves, ``.nodes``, ``.spans``, target,
+``dict.SRC.txt``, ``dict.TGT.txt``, ``dict.SRC.labels.txt``, ``bpe.codes``). Node labels have their own
+dictionary and embedding table, so a label can never collide with a word.
+
+``fairseq-interactive`` reads one source per line: a bracketed tree (``--tree-input brackets``, the
+default) or raw text that is tokenized and parsed on the fly (``--tree-input raw`` with the same parser
+backends as preprocessing, e.g. ``--tree-parser stanza --stanza-model-dir DIR``). Either way the words are
+split with the data directory's ``bpe.codes`` into POS-labelled subtrees exactly as in preprocessing.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from fairseq import utils
+from fairseq.data import data_utils
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
+
+from fairseq_tree.data import TreeLanguagePairDataset
+from fairseq_tree.trees import expand_subwords, tree_from_brackets
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TreeTranslationConfig(TranslationConfig):
+    tree_input: str = field(default="brackets", metadata={
+        "help": "fairseq-interactive input: 'brackets' (one bracketed tree per line) or 'raw' (text, "
+                "tokenized and parsed on the fly with --tree-parser)"})
+    tree_parser: str = field(default="stanza", metadata={"help": "parser backend for --tree-input raw"})
+    stanza_model_dir: Optional[str] = field(default=None, metadata={
+        "help": "stanza models for --tree-input raw (a dir written by scripts/train_stanza_parser.sh)"})
+    tree_bpe_codes: Optional[str] = field(default=None, metadata={
+        "help": "BPE codes for interactive input (default: DATA/bpe.codes if it exists)"})
+    tree_unary: str = field(default="lowest", metadata={"help": "unary-chain label kept (as in preprocessing)"})
+
+
+class _TreeInputParser:
+    """fairseq-interactive input line -> subword tree (bracketed input, or raw text parsed on the fly),
+    split with the data directory's BPE codes exactly as ``fairseq-tree-preprocess`` does."""
+
+    def __init__(self, cfg: TreeTranslationConfig):
+        from preprocess.bpe import Segmenter
+
+        codes = cfg.tree_bpe_codes or os.path.join(utils.split_paths(cfg.data)[0], "bpe.codes")
+        self.segment = Segmenter(codes if os.path.exists(codes) else None)
+        self.unary = cfg.tree_unary
+        self.parser = self.tokenizer = None
+        if cfg.tree_input == "raw":
+            from preprocess.parsers import build_parser
+            from preprocess.text import Tokenizer
+
+            self.tokenizer = Tokenizer("moses", cfg.source_lang, ptb=True)
+            self.parser = build_parser(cfg.tree_parser, model_dir=cfg.stanza_model_dir)
+        elif cfg.tree_input != "brackets":
+            raise ValueError(f"--tree-input must be brackets or raw, not {cfg.tree_input!r}")
+
+    def __call__(self, line: str):
+        line = line.strip()
+        if self.parser is not None:
+            line = self.parser.parse([self.tokenizer(line)])[0]
+        return expand_subwords(tree_from_brackets(line, unary=self.unary), self.segment)
+
+
+@register_task("tree_translation", dataclass=TreeTranslationConfig)
+class TreeTranslationTask(TranslationTask):
+    """Translation whose source side is a tree: ``net_input`` gains ``src_nodes`` [B, M] (label ids)
+    and ``src_spans`` [B, M, 2] (half-open leaf spans, post-order)."""
+
+    cfg: TreeTranslationConfig
+
+    def __init__(self, cfg: TreeTranslationConfig, src_dict, tgt_dict, label_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.label_dict = label_dict
+        self._input_parser = None
+        self._inference_trees: list = []
+        self._last_inference_batch = None
+
+    @classmethod
+    def setup_task(cls, cfg: TreeTranslationConfig, **kwargs):
+        data = utils.split_paths(cfg.data)[0]
+        if cfg.source_lang is None or cfg.target_lang is None:
+            cfg.source_lang, cfg.target_lang = data_utils.infer_language_pair(data)
+        dicts = {}
+        for key, name in (("src", f"dict.{cfg.source_lang}.txt"), ("tgt", f"dict.{cfg.target_lang}.txt"),
+                          ("labels", f"dict.{cfg.source_lang}.labels.txt")):
+            path = os.path.join(data, name)
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: missing (is {data} a fairseq-tree-preprocess directory?)")
+            dicts[key] = cls.load_dictionary(path)
+            logger.info("[%s] dictionary: %d types", name, len(dicts[key]))
+        return cls(cfg, dicts["src"], dicts["tgt"], dicts["labels"])
+
+    @property
+    def label_dictionary(self):
+        return self.label_dict
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = self.cfg.data.split(":")
+        data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        base = load_langpair_dataset(
+            data_path, split, src, self.src_dict, tgt, self.tgt_dict, combine=False,
+            dataset_impl=self.cfg.dataset_impl, upsample_primary=self.cfg.upsample_primary,
+            left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
+            max_source_positions=self.cfg.max_source_positions,
+            max_target_positions=self.cfg.max_target_positions, load_alignments=False,
+            truncate_source=False, num_buckets=self.cfg.num_batch_buckets, shuffle=(split != "test"),
+            pad_to_multiple=self.cfg.required_seq_len_multiple)
+        prefix = os.path.join(data_path, f"{split}.{src}-{tgt}.{src}")
+        nodes = data_utils.load_indexed_dataset(prefix + ".nodes", None, self.cfg.dataset_impl)
+        spans = data_utils.load_indexed_dataset(prefix + ".spans", None, self.cfg.dataset_impl)
+        if nodes is None or spans is None:
+            raise FileNotFoundError(f"{prefix}.nodes / .spans: tree side missing (run fairseq-tree-preprocess)")
+        self.datasets[split] = TreeLanguagePairDataset(base, nodes, spans, self.label_dict)
+
+    # ------------------------------------------------------------------ fairseq-interactive
+    # fairseq-interactive encodes lines with get_interactive_tokens_and_lengths, builds the dataset with
+    # build_dataset_for_inference, collates a batch (synchronously, no workers) and then passes only
+    # src_tokens/src_lengths to inference_step: the tree side of the batch it just collated is added back
+    # there (matched on src_tokens).
+    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        if self._input_parser is None:
+            self._input_parser = _TreeInputParser(self.cfg)
+        tokens = []
+        for line in lines:
+            tree = self._input_parser(line)
+            tokens.append(torch.tensor([self.src_dict.index(w) for w in tree.words], dtype=torch.long))
+            self._inference_trees.append((
+                torch.tensor([self.label_dict.index(x) for x in tree.labels], dtype=torch.long),
+                torch.tensor(tree.flat_spans(), dtype=torch.long)))
+        return tokens, [len(t) for t in tokens]
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        if len(self._inference_trees) != len(src_tokens):
+            raise RuntimeError("tree_translation: use get_interactive_tokens_and_lengths to encode inputs")
+        trees, self._inference_trees = self._inference_trees, []
+        base = super().build_dataset_for_inference(src_tokens, src_lengths, constraints)
+        dataset = TreeLanguagePairDataset(base, _ListDataset([t[0] for t in trees]),
+                                          _ListDataset([t[1] for t in trees]), self.label_dict)
+        dataset.on_collate = self._remember_batch
+        return dataset
+
+    def _remember_batch(self, batch):
+        self._last_inference_batch = batch["net_input"]
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        net_input = sample["net_input"]
+        if "src_nodes" not in net_input:
+            last = self._last_inference_batch
+            if last is None or not torch.equal(last["src_tokens"].to(net_input["src_tokens"].device),
+                                               net_input["src_tokens"]):
+                raise RuntimeError("tree_translation: the batch has no tree side (src_nodes/src_spans)")
+            device = net_input["src_tokens"].device
+            net_input["src_nodes"] = last["src_nodes"].to(device)
+            net_input["src_spans"] = last["src_spans"].to(device)
+        return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+
+
+class _ListDataset(list):
+    @property
+    def sizes(self):
+        return [len(x) for x in self]
