@@ -42,7 +42,7 @@ def _tree_attention_kwargs(args) -> dict:
         max_vertical=getattr(args, "hier_embed_size", 100),
         vertical_index=getattr(args, "tree_vertical_index", "path"),
         count_leaf_in_mean=not getattr(args, "tree_mean_without_leaf", False),
-        leaf_weights=getattr(args, "tree_leaf_weights", "vector"),
+        leaf_weights=getattr(args, "tree_leaf_weights", "vector").replace("-", "_"),
     )
 
 

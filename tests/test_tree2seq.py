@@ -1,0 +1,146 @@
+"""tree2seq through fairseq: batch invariance, incremental decoding, gradients, beam search, CLIs."""
+
+import os
+import re
+import subprocess
+
+import pytest
+import torch
+
+from conftest import BIN, REPO, SHARED
+
+from fairseq import options, tasks
+from fairseq.dataclass.configs import GenerationConfig
+
+USER_DIR = str(REPO / "fairseq_tree")
+PTB = SHARED / "data" / "ptb_sample"
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    """64 PTB trees -> their lower-cased words (a learnable 'translation'), BPE 500, joined dictionary."""
+    from preprocess.cli import cli_main
+
+    d = tmp_path_factory.mktemp("t2s")
+    trees = (PTB / "valid.mrg").read_text().splitlines()[:64]
+    text = [t.lower() for t in (PTB / "valid.txt").read_text().splitlines()[:64]]
+    # one single-word sentence, so m = 0 is exercised end to end
+    trees[5], text[5] = "(NP (NNS Yields))", "yields"
+    for split in ("train", "valid"):
+        (d / f"{split}.en").write_text("\n".join(trees) + "\n")
+        (d / f"{split}.xx").write_text("\n".join(text) + "\n")
+    assert cli_main(["-s", "en", "-t", "xx", "--trainpref", str(d / "train"), "--validpref", str(d / "valid"),
+                     "--parser", "given", "--bpe-merges", "500", "--joined-dictionary",
+                     "--destdir", str(d / "bin")]) == 0
+    return d / "bin"
+
+
+def build(data_bin, *extra):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        str(data_bin), "--user-dir", USER_DIR, "--task", "tree_translation", "--arch", "tree2seq_tiny",
+        "--share-all-embeddings", "--dropout", "0", "--cpu", *extra])
+    task = tasks.setup_task(args)
+    task.load_dataset("train")
+    torch.manual_seed(0)
+    model = task.build_model(args)
+    return task, model
+
+
+def encoder_input(batch):
+    return {k: v for k, v in batch["net_input"].items() if k != "prev_output_tokens"}
+
+
+def real_rows(encoder_out, b):
+    """The encoder output rows of sentence b: real leaves, then real nodes. [n + m, C]"""
+    x = encoder_out["encoder_out"][0][:, b]
+    return x[~encoder_out["encoder_padding_mask"][0][b]]
+
+
+@pytest.mark.parametrize("extra", [[], ["--encoder-normalize-before", "--decoder-normalize-before"],
+                                   ["--tree-vertical-index", "depth", "--tree-mean-without-leaf",
+                                    "--tree-leaf-weights", "per-head"],
+                                   ["--no-hierarchical-embeddings", "--no-subtree-mask"]])
+def test_batch_invariance_encoder_and_translation(data_bin, extra):
+    task, model = build(data_bin, *extra)
+    model.eval()
+    ds = task.datasets["train"]
+    batch = ds.collater([ds[i] for i in range(12)])
+    order = batch["id"].tolist()
+    generator = task.build_generator([model], GenerationConfig(beam=3, max_len_b=12))
+    with torch.no_grad():
+        enc_batch = model.encoder(**encoder_input(batch))
+        hyp_batch = task.inference_step(generator, [model], batch)
+        for i in (5, 0, 7):  # 5 is the single-word sentence
+            alone = ds.collater([ds[i]])
+            enc_alone = model.encoder(**encoder_input(alone))
+            b = order.index(i)
+            torch.testing.assert_close(real_rows(enc_alone, 0), real_rows(enc_batch, b), atol=1e-5, rtol=1e-5)
+            hyp_alone = task.inference_step(generator, [model], alone)
+            assert hyp_alone[0][0]["tokens"].tolist() == hyp_batch[b][0]["tokens"].tolist()
+            torch.testing.assert_close(hyp_alone[0][0]["score"], hyp_batch[b][0]["score"], atol=1e-4, rtol=1e-4)
+
+
+def test_incremental_decoding_equals_full(data_bin):
+    task, model = build(data_bin)
+    model.eval()
+    ds = task.datasets["train"]
+    batch = ds.collater([ds[i] for i in range(6)])
+    prev = batch["net_input"]["prev_output_tokens"]
+    with torch.no_grad():
+        enc = model.encoder(**encoder_input(batch))
+        full, _ = model.decoder(prev, encoder_out=enc)
+        state = {}
+        steps = []
+        for t in range(prev.size(1)):
+            out, _ = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
+            steps.append(out[:, -1])
+    real = prev.ne(task.target_dictionary.pad())  # padded steps differ (positions) and are never used
+    assert real.sum() > 100
+    torch.testing.assert_close(torch.stack(steps, 1)[real], full[real], atol=1e-5, rtol=1e-5)
+
+
+def test_gradients_reach_tree_parameters(data_bin):
+    task, model = build(data_bin)
+    ds = task.datasets["train"]
+    batch = ds.collater([ds[i] for i in range(8)])
+    out, _ = model(**batch["net_input"])
+    torch.nn.functional.cross_entropy(out.transpose(1, 2), batch["target"], ignore_index=1).backward()
+    grads = {n: p.grad for n, p in model.named_parameters()}
+    used_labels = batch["net_input"]["src_nodes"].unique()
+    assert grads["encoder.embed_labels.weight"][used_labels[used_labels != 1]].abs().sum(-1).gt(0).all()
+    for prefix in ("encoder.layers.0.self_attn.accumulation", "decoder.layers.1.encoder_attn.attn.accumulation"):
+        for name in ("weight_proj.weight", "vertical_embed.weight", "horizontal_embed.weight"):
+            assert grads[f"{prefix}.{name}"].abs().sum() > 0, f"{prefix}.{name}"
+
+
+def _sh(*cmd, stdin=None):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, input=stdin, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
+    """fairseq-train + fairseq-generate (beam, sacrebleu) + fairseq-interactive on our checkpoints."""
+    ckpt = tmp_path / "ckpt"
+    _sh(BIN / "fairseq-train", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+        "--arch", "tree2seq_tiny", "--share-all-embeddings", "--optimizer", "adam", "--lr", "5e-3",
+        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "50", "--max-tokens", "4000", "--max-update", "250",
+        "--dropout", "0", "--criterion", "cross_entropy", "--cpu", "--num-workers", "0", "--seed", "1",
+        "--disable-validation", "--no-epoch-checkpoints", "--save-dir", ckpt, "--log-format", "simple")
+    out = _sh(BIN / "fairseq-generate", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+              "--path", ckpt / "checkpoint_last.pt", "--gen-subset", "train", "--beam", "5", "--batch-size", "64",
+              "--cpu", "--remove-bpe", "--scoring", "sacrebleu")
+    bleu = float(re.search(r"BLEU = ([\d.]+)", out).group(1))
+    assert bleu > 90, out[-1500:]
+    # interactive: one bracketed tree per line
+    out = _sh(BIN / "fairseq-interactive", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+              "--path", ckpt / "checkpoint_last.pt", "--beam", "5", "--cpu", "--remove-bpe",
+              stdin=(PTB / "valid.mrg").read_text().splitlines()[0] + "\n")
+    hyp = [line.split("\t")[2] for line in out.splitlines() if line.startswith("D-0")]
+    from preprocess.text import Tokenizer
+
+    ref = Tokenizer("moses", "xx")((PTB / "valid.txt").read_text().splitlines()[0].lower())
+    assert hyp == [" ".join(ref)]
