@@ -114,8 +114,8 @@ def test_gradients_reach_tree_parameters(data_bin):
             assert grads[f"{prefix}.{name}"].abs().sum() > 0, f"{prefix}.{name}"
 
 
-def _sh(*cmd, stdin=None):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+def _sh(*cmd, stdin=None, env=None):
+    env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, input=stdin, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -144,3 +144,23 @@ def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
 
     ref = Tokenizer("moses", "xx")((PTB / "valid.txt").read_text().splitlines()[0].lower())
     assert hyp == [" ".join(ref)]
+
+
+def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
+    """2 CPU ranks (gloo, legacy_ddp) end with the weights of 1 process with --update-freq 2 (dropout 0),
+    and --check-replica-sync asserts every update that both ranks hold identical weights."""
+    common = [data_bin, "--user-dir", USER_DIR, "--task", "tree_translation", "--arch", "tree2seq_tiny",
+              "--share-all-embeddings", "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8",
+              "--max-update", "4", "--dropout", "0", "--criterion", "cross_entropy", "--seed", "3",
+              "--num-workers", "0", "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple"]
+    env_bin = dict(FAIRSEQ_TRAIN=str(BIN / "fairseq-train"))
+    dist = _sh("bash", REPO / "scripts" / "train_distributed_cpu.sh", "2", *common, "--check-replica-sync", "1",
+               "--save-dir", tmp_path / "dist", env=env_bin)
+    assert "training on 2 devices" in dist
+    assert dist.count("weights identical on 2 ranks") == 4  # logged by rank 0 (fairseq silences the others)
+    _sh(BIN / "fairseq-train", *common, "--cpu", "--update-freq", "2", "--save-dir", tmp_path / "single")
+    a = torch.load(tmp_path / "dist" / "checkpoint_last.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / "single" / "checkpoint_last.pt", weights_only=False)["model"]
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=1e-6, rtol=0, msg=k)

@@ -38,6 +38,9 @@ class TreeTranslationConfig(TranslationConfig):
     tree_bpe_codes: Optional[str] = field(default=None, metadata={
         "help": "BPE codes for interactive input (default: DATA/bpe.codes if it exists)"})
     tree_unary: str = field(default="lowest", metadata={"help": "unary-chain label kept (as in preprocessing)"})
+    check_replica_sync: int = field(default=0, metadata={
+        "help": "in data-parallel training, every N updates compare a checksum of the weights across ranks "
+                "and stop if they differ (fairseq checks nothing on CPU); 0 = off"})
 
 
 class _TreeInputParser:
@@ -119,6 +122,12 @@ class TreeTranslationTask(TranslationTask):
             raise FileNotFoundError(f"{prefix}.nodes / .spans: tree side missing (run fairseq-tree-preprocess)")
         self.datasets[split] = TreeLanguagePairDataset(base, nodes, spans, self.label_dict)
 
+    def optimizer_step(self, optimizer, model, update_num):
+        super().optimizer_step(optimizer, model, update_num)
+        n = self.cfg.check_replica_sync
+        if n and (update_num + 1) % n == 0:
+            check_replica_sync(model, update_num + 1)
+
     # ------------------------------------------------------------------ fairseq-interactive
     # fairseq-interactive encodes lines with get_interactive_tokens_and_lengths, builds the dataset with
     # build_dataset_for_inference, collates a batch (synchronously, no workers) and then passes only
@@ -160,6 +169,23 @@ class TreeTranslationTask(TranslationTask):
             net_input["src_nodes"] = last["src_nodes"].to(device)
             net_input["src_spans"] = last["src_spans"].to(device)
         return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+
+
+def check_replica_sync(model, update: int) -> None:
+    """All ranks must hold the same weights: compare a float64 checksum across ranks (gloo or nccl)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return
+    with torch.no_grad():
+        local = torch.stack([sum(p.detach().double().sum() for p in model.parameters()),
+                             sum(p.detach().double().abs().sum() for p in model.parameters())])
+    gathered = [torch.zeros_like(local) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, local)
+    values = [g.cpu().tolist() for g in gathered]
+    if any(v != values[0] for v in values):
+        raise RuntimeError(f"replicas diverged at update {update}: weight checksums per rank {values}")
+    logger.info("update %d: weights identical on %d ranks (checksum %.10f)", update, len(values), values[0][0])
 
 
 class _ListDataset(list):
