@@ -12,3 +12,33 @@ SHARED = REPO.parent / "shared"
 BIN = Path(sys.executable).parent  # the venv's console scripts (fairseq-train, fairseq-tree-preprocess)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+# ---------------------------------------------------------------- stanza (tests/test_stanza_backend.py)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_stanza_models(tmp_path_factory):
+    """Tiny stanza tagger + parser (junk trees, valid models) trained ONCE per session, offline, through
+    scripts/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path."""
+    import subprocess
+
+    ptb = SHARED / "data" / "ptb_sample"
+    if not (ptb / "train.mrg").is_file():
+        pytest.skip(f"{ptb} not found")
+    root = tmp_path_factory.mktemp("stanza_tiny")
+    treebank, out = root / "treebank", root / "models"
+    treebank.mkdir()
+    # the first 200 train / 30 valid trees (reading all 3,396 would cost ~5 s); valid.mrg is the dev file
+    for name, n in (("train.mrg", 200), ("valid.mrg", 30)):
+        with open(ptb / name, encoding="utf-8") as f:
+            (treebank / name).write_text("".join(line for _, line in zip(range(n), f)), encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "train_stanza_parser.sh"), str(treebank), str(out),
+                           "--size", "tiny", "-q"], cwd=str(REPO), env=env, capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"tiny stanza training failed ({proc.returncode}):\n{proc.stderr[-5000:]}")
+    return out

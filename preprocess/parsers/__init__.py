@@ -1,0 +1,42 @@
+"""Constituency parser backends for the preprocessing pipeline.
+
+A backend is an object with ``parse(sentences: list[list[str]]) -> list[str]`` that returns one PTB
+bracket string (one line, ``(`` / ``)`` in words escaped as ``-LRB-`` / ``-RRB-``) per input sentence,
+and raises :class:`ParseError` naming the first sentence of the batch it could not parse.
+Backends are imported lazily: importing this package does not import stanza or torch.
+"""
+
+from typing import Any, Dict
+
+
+class ParseError(Exception):
+    """The parser failed on sentence ``index`` (0-based, within the batch given to ``parse``)."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(index, message)
+        self.index = index
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"sentence {self.index} of the batch: {self.message}"
+
+
+BACKENDS = {"stanza": "preprocess.parsers.stanza_parser:StanzaParser"}
+
+
+def get_parser_class(name: str):
+    import importlib
+
+    try:
+        module, cls = BACKENDS[name].split(":")
+    except KeyError:
+        raise ValueError(f"unknown parser backend {name!r} (known: {', '.join(sorted(BACKENDS))})") from None
+    return getattr(importlib.import_module(module), cls)
+
+
+def build_parser(name: str, **options: Dict[str, Any]):
+    """``build_parser('stanza', model_dir=...)``: the backend's ``from_options(**options)``."""
+    return get_parser_class(name).from_options(**options)
+
+
+__all__ = ["ParseError", "BACKENDS", "get_parser_class", "build_parser"]

@@ -1,0 +1,615 @@
+"""Train stanza's English POS tagger and constituency parser on a local treebank, fully offline.
+
+    python -m preprocess.stanza_train TREEBANK_DIR OUTDIR [--size tiny|small|base] [--max-train N] ...
+
+Steps (progress is logged to stderr, the trainers' full output goes to OUTDIR/logs/):
+
+1. **Trees.** Every ``*.mrg`` in TREEBANK_DIR (or TREEBANK_DIR itself if it is a file) is read with
+   ``stanza.models.constituency.tree_reader.read_treebank``: one-tree-per-line or multi-line brackets, with an
+   empty outer bracket, a ``TOP``/``ROOT`` wrapper or none (a bare ``(S ...)`` gets a ``ROOT``). It prunes
+   ``-NONE-``, strips function tags and turns ``-LRB-``/``-RRB-`` leaves into ``(``/``)``. Trees whose root has
+   several children or a bare preterminal, or nothing left after pruning, are skipped (counted in model_info.json).
+2. **Split** (deterministic). ``--dev auto`` (default): files whose name starts with ``valid``, ``dev`` or
+   ``wsj22`` are the dev pool and the other files the training set; when there is no such file (or
+   ``--dev slice``) the last 5 % of all trees (file order, at most 300) are held out. Then the dev set keeps its
+   first ``--max-dev`` trees and the training set its first ``--max-train`` trees (preset defaults); dev trees
+   with a constituent label that no training tree has are dropped first (stanza's trainer refuses them).
+3. **Files.** OUTDIR/data/{train,dev}.mrg for the parser, {train,dev}.conllu for the tagger (UPOS mapped from the
+   PTB tag, XPOS = PTB tag, flat heads: token 1 is the root, the others depend on it).
+4. **Word vectors** from the training sentences (lowercased; plus ``--vectors-text FILE`` ... whitespace-tokenized
+   text): PPMI + truncated SVD with scipy, or random vectors if scipy is missing; written as a stanza
+   ``pretrain.pt`` with ``Pretrain(abs_pt_path, vec_path).load()``.
+5. **Tagger**: ``stanza.models.tagger`` in a subprocess. **Parser**: ``stanza.models.constituency_parser`` in a
+   subprocess with monkeypatches (a Python labeled-bracket scorer instead of CoreNLP's Java EvalB, a no-op
+   ``download_resources_json`` and ``download_method=None`` for the retagging pipeline), retagging the training trees with our tagger (``--retag_method xpos``).
+   Both subprocesses run with ``STANZA_RESOURCES_DIR=OUTDIR`` (set before stanza is imported) and a socket guard
+   that makes any internet connection fail at once, so nothing can hang on the network.
+6. **Evaluation**: the finished pipeline (our tagger + parser, gold words in) parses the dev set; labeled-bracket
+   P/R/F1 (ROOT and preterminals excluded, punctuation included, no EVALB parameter file: not comparable to
+   published numbers) and tagging accuracy go to model_info.json with the parse speed.
+
+Output: OUTDIR/{pos.pt, constituency.pt, pretrain.pt, resources.json, model_info.json}, plus data/ and logs/.
+Checkpoint files (``*_checkpoint.pt``) are deleted. Size presets: ``tiny`` (~20-30 s, junk trees, for tests),
+``small`` (~10-12 min on 2 cores), ``base`` (stanza-like sizes; many hours on CPU, use ``--device cuda``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+logger = logging.getLogger("stanza_train")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+OFFLINE_RUN = "--_offline-run"  # internal: python -m preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
+DEV_NAME = re.compile(r"^(valid|dev|wsj_?22)", re.IGNORECASE)
+RESOURCES_JSON = {"en": {"lang_name": "English"}}
+
+PRESETS: Dict[str, dict] = {
+    "tiny": dict(
+        vec_dim=16, max_train=200, max_dev=50,
+        tagger="--hidden_dim 32 --char_hidden_dim 32 --deep_biaff_hidden_dim 32 --composite_deep_biaff_hidden_dim 16 "
+               "--word_emb_dim 16 --char_emb_dim 16 --tag_emb_dim 8 --transformed_dim 16 "
+               "--batch_size 50 --max_steps 20 --eval_interval 20 --fix_eval_interval --log_step 10",
+        parser="--hidden_size 32 --delta_embedding_dim 16 --tag_embedding_dim 8 --transition_embedding_dim 8 "
+               "--transition_hidden_size 8 --num_lstm_layers 1 --epochs 1 --epoch_size 100"),
+    "small": dict(
+        vec_dim=50, max_train=None, max_dev=300,
+        tagger="--hidden_dim 100 --char_hidden_dim 100 --deep_biaff_hidden_dim 100 --composite_deep_biaff_hidden_dim 50 "
+               "--word_emb_dim 50 --char_emb_dim 50 --tag_emb_dim 25 --transformed_dim 50 "
+               "--batch_size 50 --max_steps 400 --eval_interval 100 --fix_eval_interval --log_step 50",
+        parser="--hidden_size 128 --delta_embedding_dim 50 --tag_embedding_dim 20 --transition_embedding_dim 20 "
+               "--transition_hidden_size 20 --num_lstm_layers 1 --epochs 20 --epoch_size 500"),
+    "base": dict(  # stanza's default model sizes, shorter schedules
+        vec_dim=100, max_train=None, max_dev=None,
+        tagger="--batch_size 100 --max_steps 20000 --eval_interval 200 --log_step 100",
+        parser="--epochs 200 --epoch_size 0"),
+}
+
+PTB2UPOS = {
+    "CC": "CCONJ", "CD": "NUM", "DT": "DET", "EX": "PRON", "FW": "X", "IN": "ADP",
+    "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ", "LS": "X", "MD": "AUX", "NN": "NOUN",
+    "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "PDT": "DET", "POS": "PART",
+    "PRP": "PRON", "PRP$": "PRON", "RB": "ADV", "RBR": "ADV", "RBS": "ADV", "RP": "ADP",
+    "SYM": "SYM", "TO": "PART", "UH": "INTJ", "VB": "VERB", "VBD": "VERB", "VBG": "VERB",
+    "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB", "WDT": "DET", "WP": "PRON", "WP$": "PRON",
+    "WRB": "ADV", "$": "SYM", "#": "SYM", "HYPH": "PUNCT", "NFP": "PUNCT", "ADD": "X",
+    "AFX": "ADJ", "GW": "X", "XX": "X",
+}
+PUNCT_TAGS = {",", ".", ":", "``", "''", "-LRB-", "-RRB-", "-LCB-", "-RCB-"}
+
+
+def ptb_to_upos(tag: str) -> str:
+    return "PUNCT" if tag in PUNCT_TAGS else PTB2UPOS.get(tag, "X")
+
+
+# ================================================================================================
+# offline subprocess side (socket guard + the two constituency-trainer monkeypatches)
+# ================================================================================================
+
+def install_socket_guard() -> None:
+    """Make every internet connection / DNS lookup fail immediately (local AF_UNIX sockets still work)."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("network access is disabled (offline stanza training)")
+
+    orig_connect, orig_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            refuse()
+        return orig_connect(self, address)
+
+    def connect_ex(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            refuse()
+        return orig_connect_ex(self, address)
+
+    socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
+    socket.getaddrinfo = refuse
+    socket.create_connection = refuse
+
+
+def labeled_brackets(tree) -> collections.Counter:
+    """Counter of (label, start, end) for every internal node except ROOT and preterminals (stanza Tree)."""
+    out: collections.Counter = collections.Counter()
+    stack = [(tree, False)]
+    starts: List[int] = []
+    pos = 0
+    while stack:  # iterative post-order
+        node, done = stack.pop()
+        if node.is_leaf() or node.is_preterminal():
+            pos += 1
+        elif not done:
+            starts.append(pos)
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.children))
+        else:
+            start = starts.pop()
+            if node.label != "ROOT":
+                out[(node.label, start, pos)] += 1
+    return out
+
+
+def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
+    matched = n_gold = n_pred = 0
+    tree_f1 = []
+    for gold, pred in pairs:
+        g, p = labeled_brackets(gold), labeled_brackets(pred)
+        m, gs, ps = sum((g & p).values()), sum(g.values()), sum(p.values())
+        matched, n_gold, n_pred = matched + m, n_gold + gs, n_pred + ps
+        tree_f1.append(2 * m / (gs + ps) if gs + ps else 1.0)
+    prec = matched / n_pred if n_pred else 0.0
+    rec = matched / n_gold if n_gold else 0.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return {"precision": prec, "recall": rec, "f1": f1, "tree_f1": tree_f1, "trees": len(tree_f1)}
+
+
+class PyEvaluateParser:
+    """Drop-in for ``stanza.server.parser_eval.EvaluateParser`` (CoreNLP/Java), only what training uses."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def process(self, results):
+        from types import SimpleNamespace
+
+        def first(pred):
+            pred = pred[0]
+            return pred[0] if isinstance(pred, tuple) else getattr(pred, "tree", pred)  # ScoredTree(tree, score)
+
+        s = bracket_scores((r.gold, first(r.predictions)) for r in results)
+        print("PyEvaluateParser: %d trees  P=%.4f R=%.4f F1=%.4f" % (s["trees"], s["precision"], s["recall"], s["f1"]),
+              flush=True)
+        return SimpleNamespace(f1=s["f1"], treeF1=s["tree_f1"], HasField=lambda name: False)
+
+
+def install_constituency_patches() -> None:
+    import stanza.models.constituency.parser_training as parser_training
+    import stanza.models.constituency.retagging as retagging
+
+    parser_training.EvaluateParser = PyEvaluateParser
+    # build_retag_pipeline() calls download_resources_json() even with a local --retag_model_path
+    retagging.download_resources_json = lambda *args, **kwargs: None
+    # ... and builds its Pipeline with download_method='reuse_resources', whose (empty) model download list
+    # still needs a download URL in resources.json: build it exactly like our run-time pipeline instead.
+    pipeline_cls = retagging.Pipeline
+
+    def offline_pipeline(*args, **kwargs):
+        kwargs["download_method"] = None
+        return pipeline_cls(*args, **kwargs)
+
+    retagging.Pipeline = offline_pipeline
+
+
+def offline_run(which: str, args: List[str]) -> int:
+    install_socket_guard()
+    if which == "tagger":
+        from stanza.models import tagger
+
+        tagger.main(args)
+    elif which == "constituency":
+        install_constituency_patches()
+        from stanza.models import constituency_parser
+
+        constituency_parser.main(args)
+    else:
+        raise SystemExit(f"unknown trainer {which!r}")
+    return 0
+
+
+# ================================================================================================
+# data preparation
+# ================================================================================================
+
+def _root_wrap(tree):
+    from stanza.models.constituency.parse_tree import Tree
+
+    if tree.label in ("ROOT", "TOP", ""):
+        return Tree("ROOT", tree.children)
+    return Tree("ROOT", [tree])
+
+
+def read_trees(path: Path, stats: collections.Counter) -> list:
+    """stanza Trees (``(ROOT (X ...))``) of one bracket file, via tree_reader.read_treebank."""
+    from stanza.models.constituency import tree_reader
+
+    try:
+        trees = tree_reader.read_treebank(str(path), tree_callback=_root_wrap)
+    except (ValueError, AttributeError) as e:  # several children at ROOT, or a tree empty after pruning
+        logger.warning("%s: %s; reading tree by tree and skipping the bad ones", path, str(e).split("\n")[0])
+        trees = []
+        for t in tree_reader.read_tree_file(str(path), tree_callback=_root_wrap):
+            t = t.prune_none()
+            if t is None:
+                stats["skipped_empty"] += 1
+                continue
+            t = t.simplify_labels()
+            if len(t.children) != 1:
+                stats["skipped_multi_root"] += 1
+                continue
+            trees.append(t)
+    kept = []
+    for t in trees:
+        if t.children[0].is_preterminal():
+            stats["skipped_preterminal_root"] += 1
+        else:
+            kept.append(t)
+    return kept
+
+
+def split_treebank(treebank: Path, dev_mode: str, stats: collections.Counter) -> Tuple[list, list, dict]:
+    files = [treebank] if treebank.is_file() else sorted(treebank.glob("*.mrg"))
+    if not files:
+        raise SystemExit(f"no *.mrg files in {treebank}")
+    dev_files = [f for f in files if DEV_NAME.match(f.name)] if dev_mode == "auto" else []
+    train_files = [f for f in files if f not in dev_files]
+    if not train_files:  # only dev-named files: hold out a slice instead
+        dev_files, train_files = [], files
+    train, dev = [], []
+    for f in files:
+        t0 = time.perf_counter()
+        trees = read_trees(f, stats)
+        logger.info("read %d trees from %s (%.1f s)", len(trees), f, time.perf_counter() - t0)
+        (dev if f in dev_files else train).extend(trees)
+    if dev_files:
+        how = "files " + ", ".join(f.name for f in dev_files)
+    else:
+        n_dev = min(300, max(1, round(0.05 * len(train))))
+        if len(train) < 2:
+            raise SystemExit(f"need at least 2 trees, found {len(train)} in {treebank}")
+        train, dev = train[:-n_dev], train[-n_dev:]
+        how = f"last {n_dev} trees (5 % capped at 300)"
+    info = {"train_files": [str(f) for f in train_files], "dev_files": [str(f) for f in dev_files], "dev_split": how}
+    return train, dev, info
+
+
+def words_tags(tree) -> Tuple[List[str], List[str]]:
+    pts = list(tree.yield_preterminals())
+    return [p.children[0].label for p in pts], [p.label for p in pts]
+
+
+def write_conllu(trees: Sequence, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for i, t in enumerate(trees):
+            words, tags = words_tags(t)
+            f.write(f"# sent_id = {i + 1}\n# text = {' '.join(words)}\n")
+            for j, (w, tag) in enumerate(zip(words, tags)):
+                f.write("\t".join([str(j + 1), w, "_", ptb_to_upos(tag), tag, "_", "0" if j == 0 else "1",
+                                   "root" if j == 0 else "dep", "_", "_"]) + "\n")
+            f.write("\n")
+
+
+def write_mrg(trees: Sequence, path: Path) -> None:
+    from stanza.models.constituency.parse_tree import Tree
+
+    Tree.write_treebank(trees, str(path))
+
+
+def build_vectors(sentences: List[List[str]], dim: int, path: Path, max_vocab: int = 100000, window: int = 2,
+                  seed: int = 1234) -> str:
+    """word2vec-text vectors: PPMI + SVD (scipy) or random; returns the method used."""
+    import numpy as np
+
+    counts = collections.Counter(w for s in sentences for w in s)
+    vocab = [w for w, _ in counts.most_common(max_vocab)]
+    idx = {w: i for i, w in enumerate(vocab)}
+    n = len(vocab)
+    method = "random"
+    vec = None
+    try:
+        import scipy.sparse as sp
+        from scipy.sparse.linalg import svds
+
+        if n > dim + 1:
+            rows, cols = [], []
+            for s in sentences:
+                ids = [idx.get(w, -1) for w in s]
+                for i, a in enumerate(ids):
+                    if a < 0:
+                        continue
+                    for j in range(max(0, i - window), min(len(ids), i + window + 1)):
+                        if i != j and ids[j] >= 0:
+                            rows.append(a)
+                            cols.append(ids[j])
+            m = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
+            total = m.sum()
+            rs = np.asarray(m.sum(1)).ravel()
+            cs = np.asarray(m.sum(0)).ravel() ** 0.75
+            cs = cs / cs.sum() * total
+            m = m.tocoo()
+            pmi = np.log(m.data * total / (rs[m.row] * cs[m.col]))
+            keep = pmi > 0
+            ppmi = sp.csr_matrix((pmi[keep], (m.row[keep], m.col[keep])), shape=(n, n))
+            u, s, _ = svds(ppmi, k=dim, random_state=seed)
+            vec = u * np.sqrt(s)
+            method = "ppmi_svd"
+    except ImportError:
+        pass
+    if vec is None:
+        vec = np.random.default_rng(seed).standard_normal((n, dim))
+    vec = vec / (np.linalg.norm(vec, axis=1, keepdims=True) + 1e-8)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{n} {dim}\n")
+        for w, v in zip(vocab, vec):
+            f.write(w + " " + " ".join("%.5f" % x for x in v) + "\n")
+    return method
+
+
+def read_text_tokens(paths: Sequence[str], max_lines: int) -> List[List[str]]:
+    out: List[List[str]] = []
+    for p in paths:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if len(out) >= max_lines:
+                    return out
+                toks = line.lower().split()
+                if toks:
+                    out.append(toks)
+    return out
+
+
+# ================================================================================================
+# training driver
+# ================================================================================================
+
+def _subprocess_env(outdir: Path, threads: int) -> dict:
+    env = dict(os.environ)
+    env.update(STANZA_RESOURCES_DIR=str(outdir), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TQDM_DISABLE="1", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+_NOISE = re.compile(r"it/s\]|s/it\]|\r")
+
+
+def run_trainer(which: str, args: List[str], outdir: Path, log_path: Path, threads: int) -> List[str]:
+    cmd = [sys.executable, "-m", "preprocess.stanza_train", OFFLINE_RUN, which] + args
+    logger.info("%s: %s", which, " ".join(shlex.quote(c) for c in cmd))
+    lines: List[str] = []
+    workdir = outdir / "work"
+    workdir.mkdir(exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env=_subprocess_env(outdir, threads), cwd=str(workdir), stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()
+            lines.append(line.rstrip("\n"))
+            if not _NOISE.search(line):
+                logger.info("[%s] %s", which, line.rstrip()[:300])
+        rc = proc.wait()
+    if rc != 0:
+        tail = "\n".join(lines[-25:])
+        raise RuntimeError(f"stanza {which} training failed (exit {rc}); full log: {log_path}\n{tail}")
+    return lines
+
+
+def _last_float(lines: List[str], pattern: str, agg=max) -> Optional[float]:
+    vals = [float(m.group(1)) for line in lines for m in [re.search(pattern, line)] if m]
+    return agg(vals) if vals else None
+
+
+def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
+    """Parse the dev words with the finished pipeline; bracket F1, tag accuracy, speed."""
+    from stanza.models.constituency import tree_reader
+
+    from preprocess.parsers.stanza_parser import StanzaParser
+
+    t0 = time.perf_counter()
+    parser = StanzaParser(model_dir=str(outdir), constituency_batch_size=batch_size, device=device)
+    t_build = time.perf_counter() - t0
+    sents = [words_tags(t)[0] for t in dev]
+    t0 = time.perf_counter()
+    out = []
+    for i in range(0, len(sents), 256):
+        out.extend(parser.parse(sents[i:i + 256]))
+    t_parse = time.perf_counter() - t0
+    pred = [tree_reader.read_trees(s, use_tqdm=False)[0] for s in out]
+    scores = bracket_scores(zip(dev, pred))
+    gold_tags = [tag for t in dev for tag in words_tags(t)[1]]
+    pred_tags = [tag for t in pred for tag in words_tags(t)[1]]
+    tag_acc = sum(a == b for a, b in zip(gold_tags, pred_tags)) / max(1, len(gold_tags))
+    n_tok = len(gold_tags)
+    return {"sentences": len(sents), "tokens": n_tok, "bracket_precision": round(scores["precision"], 4),
+            "bracket_recall": round(scores["recall"], 4), "bracket_f1": round(scores["f1"], 4),
+            "xpos_accuracy": round(tag_acc, 4), "pipeline_build_seconds": round(t_build, 2),
+            "parse_seconds": round(t_parse, 2),
+            "sentences_per_second": round(len(sents) / t_parse, 1) if t_parse > 0 else None,
+            "tokens_per_second": round(n_tok / t_parse, 1) if t_parse > 0 else None,
+            "torch_threads": int(__import__("torch").get_num_threads())}
+
+
+def train(args: argparse.Namespace) -> dict:
+    t_start = time.perf_counter()
+    timing: Dict[str, float] = {}
+    outdir = Path(args.outdir).expanduser().resolve()
+    outdir.mkdir(parents=True, exist_ok=True)
+    data, logs = outdir / "data", outdir / "logs"
+    data.mkdir(exist_ok=True)
+    logs.mkdir(exist_ok=True)
+    # stanza resolves its default model dir at import time: point it at OUTDIR before anything imports stanza
+    os.environ["STANZA_RESOURCES_DIR"] = str(outdir)
+    with open(outdir / "resources.json", "w", encoding="utf-8") as f:
+        json.dump(RESOURCES_JSON, f)
+    preset = PRESETS[args.size]
+    max_train = args.max_train if args.max_train is not None else preset["max_train"]
+    max_dev = args.max_dev if args.max_dev is not None else preset["max_dev"]
+    vec_dim = args.vec_dim or preset["vec_dim"]
+
+    # 1-3: trees, split, files
+    t0 = time.perf_counter()
+    stats: collections.Counter = collections.Counter()
+    train_trees, dev_trees, split_info = split_treebank(Path(args.treebank).expanduser(), args.dev, stats)
+    n_train_all, n_dev_all = len(train_trees), len(dev_trees)
+    if max_train:
+        train_trees = train_trees[:max_train]
+    # stanza refuses dev trees with constituent labels the training trees lack (e.g. one WHADJP in wsj22)
+    from stanza.models.constituency.parse_tree import Tree
+
+    known = set(Tree.get_unique_constituent_labels(train_trees))
+    kept = [t for t in dev_trees if set(Tree.get_unique_constituent_labels([t])) <= known]
+    if len(kept) < len(dev_trees):
+        stats["dev_dropped_unseen_label"] = len(dev_trees) - len(kept)
+        dev_trees = kept
+    if max_dev:
+        dev_trees = dev_trees[:max_dev]
+    if not train_trees or not dev_trees:
+        raise SystemExit(f"empty split: {len(train_trees)} train / {len(dev_trees)} dev trees")
+    for name, trees in (("train", train_trees), ("dev", dev_trees)):
+        write_mrg(trees, data / f"{name}.mrg")
+        write_conllu(trees, data / f"{name}.conllu")
+    logger.info("split: %d train trees (of %d), %d dev trees (of %d; %s); skipped %s", len(train_trees), n_train_all,
+                len(dev_trees), n_dev_all, split_info["dev_split"], dict(stats) or "none")
+    timing["data"] = time.perf_counter() - t0
+
+    # 4: vectors + pretrain.pt
+    t0 = time.perf_counter()
+    from stanza.models.common.pretrain import Pretrain
+
+    sents = [[w.lower() for w in words_tags(t)[0]] for t in train_trees]
+    if args.vectors_text:
+        sents += read_text_tokens(args.vectors_text, args.vectors_max_lines)
+    vec_path, pt_path = data / "vectors.txt", outdir / "pretrain.pt"
+    vec_method = build_vectors(sents, vec_dim, vec_path, max_vocab=args.vectors_max_vocab, seed=args.seed)
+    if pt_path.exists():
+        pt_path.unlink()
+    pretrain = Pretrain(str(pt_path), str(vec_path))
+    pretrain.load()
+    n_vocab = len(pretrain.vocab)
+    vec_path.unlink()
+    timing["vectors"] = time.perf_counter() - t0
+    logger.info("pretrain.pt: %d words x %d (%s) in %.1f s", n_vocab, vec_dim, vec_method, timing["vectors"])
+
+    device_args = ["--cpu"] if args.device == "cpu" else []
+    common = ["--mode", "train", "--lang", "en", "--shorthand", "en_local", "--seed", str(args.seed),
+              "--wordvec_pretrain_file", str(pt_path)]
+
+    # 5a: tagger
+    t0 = time.perf_counter()
+    tagger_args = common + ["--train_file", str(data / "train.conllu"), "--eval_file", str(data / "dev.conllu"),
+                            "--output_file", str(data / "dev.pred.conllu"), "--save_dir", str(outdir),
+                            "--save_name", "pos.pt"] + shlex.split(preset["tagger"]) + device_args \
+        + shlex.split(args.tagger_args or "")
+    tag_lines = run_trainer("tagger", tagger_args, outdir, logs / "tagger.log", args.threads)
+    timing["tagger"] = time.perf_counter() - t0
+    logger.info("tagger trained in %.1f s", timing["tagger"])
+
+    # 5b: constituency parser
+    t0 = time.perf_counter()
+    parser_args = common + ["--train_file", str(data / "train.mrg"), "--eval_file", str(data / "dev.mrg"),
+                            "--retag_model_path", str(outdir / "pos.pt"), "--retag_pretrain_path", str(pt_path),
+                            "--retag_method", "xpos", "--save_dir", str(outdir), "--save_name", "constituency.pt",
+                            "--no_checkpoint"] + shlex.split(preset["parser"]) + device_args \
+        + shlex.split(args.parser_args or "")
+    con_lines = run_trainer("constituency", parser_args, outdir, logs / "constituency.log", args.threads)
+    timing["constituency"] = time.perf_counter() - t0
+    logger.info("constituency parser trained in %.1f s", timing["constituency"])
+    for p in outdir.glob("*checkpoint*.pt"):
+        p.unlink()
+    try:
+        (outdir / "work").rmdir()  # the trainers' cwd; kept only if they left something there
+    except OSError:
+        pass
+    for name in ("pos.pt", "constituency.pt"):
+        if not (outdir / name).is_file():
+            raise RuntimeError(f"training finished but {outdir / name} was not written; see {logs}")
+
+    # 6: evaluation
+    dev_eval = None
+    if not args.no_eval:
+        t0 = time.perf_counter()
+        dev_eval = evaluate(outdir, dev_trees, args.eval_batch_size, args.device)
+        timing["eval"] = time.perf_counter() - t0
+        logger.info("dev (end to end, gold words): bracket F1 %.4f, XPOS acc %.4f, %.1f sentences/s",
+                    dev_eval["bracket_f1"], dev_eval["xpos_accuracy"], dev_eval["sentences_per_second"] or 0)
+    timing["total"] = time.perf_counter() - t_start
+
+    info = {
+        "stanza_version": __import__("stanza").__version__,
+        "torch_version": __import__("torch").__version__,
+        "size": args.size, "device": args.device, "threads": args.threads, "seed": args.seed,
+        "treebank": str(Path(args.treebank).expanduser().resolve()), **split_info,
+        "train_trees": len(train_trees), "dev_trees": len(dev_trees),
+        "train_trees_available": n_train_all, "dev_trees_available": n_dev_all, "skipped_trees": dict(stats),
+        "train_tokens": sum(len(s) for s in sents[:len(train_trees)]),
+        "vectors": {"method": vec_method, "dim": vec_dim, "vocab": n_vocab,
+                    "extra_text": list(args.vectors_text or [])},
+        "tagger_args": tagger_args, "constituency_args": parser_args,
+        "files": {name: (outdir / name).stat().st_size for name in ("pos.pt", "constituency.pt", "pretrain.pt")},
+        "seconds": {k: round(v, 1) for k, v in timing.items()},
+        "dev_scores": {
+            "tagger_best_dev_alltags_f1": _last_float(tag_lines, r"Best dev F1 = ([0-9.]+)"),
+            "constituency_best_dev_f1_during_training": _last_float(con_lines, r"PyEvaluateParser: .*F1=([0-9.]+)"),
+            "end_to_end": dev_eval,
+        },
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    with open(outdir / "model_info.json", "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=1)
+    logger.info("done in %.1f s: %s", timing["total"], outdir)
+    return info
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m preprocess.stanza_train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("treebank", metavar="TREEBANK_DIR", help="directory of *.mrg bracket files (or one file)")
+    p.add_argument("outdir", metavar="OUTDIR", help="where pos.pt, constituency.pt, pretrain.pt, ... are written")
+    p.add_argument("--size", choices=sorted(PRESETS), default="small",
+                   help="tiny: ~20-30 s, for tests; small: ~10-12 min on 2 cores; base: stanza-like, hours")
+    p.add_argument("--max-train", type=int, default=None, metavar="N", help="use the first N training trees")
+    p.add_argument("--max-dev", type=int, default=None, metavar="N", help="use the first N dev trees")
+    p.add_argument("--dev", choices=["auto", "slice"], default="auto",
+                   help="auto: valid*/dev*/wsj22* files are the dev set if present; slice: always hold out the last "
+                        "5%% of the trees (at most 300)")
+    p.add_argument("--vec-dim", type=int, default=None, help="word vector size (preset default)")
+    p.add_argument("--vectors-text", nargs="+", metavar="FILE",
+                   help="extra whitespace-tokenized text for the word vectors (e.g. the translation corpus)")
+    p.add_argument("--vectors-max-lines", type=int, default=500000)
+    p.add_argument("--vectors-max-vocab", type=int, default=100000)
+    p.add_argument("--tagger-args", default="", help="extra stanza.models.tagger arguments (override the preset)")
+    p.add_argument("--parser-args", default="",
+                   help="extra stanza.models.constituency_parser arguments (override the preset)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS") or 1),
+                   help="torch threads of the trainers (default $OMP_NUM_THREADS or 1)")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--no-eval", action="store_true", help="skip the end-to-end dev evaluation")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == OFFLINE_RUN:
+        return offline_run(argv[1], argv[2:])
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    train(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
