@@ -124,15 +124,10 @@ def init_parse_worker(cfg: StageConfig) -> None:
     given = cfg.parser == "given"
     _STATE["src_tok"] = Tokenizer(cfg.tokenize, cfg.src_lang, ptb=True)
     _STATE["tgt_tok"] = Tokenizer(cfg.tokenize, cfg.tgt_lang) if cfg.tgt_lang else None
-    _STATE["parser"] = None if given else build_parser(cfg.parser, cfg.parser_options)
+    if not given:
+        from preprocess.parsers import build_parser
 
-
-def build_parser(name: str, options: Dict):
-    if name == "stanza":
-        from preprocess.parsers.stanza_parser import StanzaParser
-
-        return StanzaParser.from_options(**options)
-    raise ValueError(f"unknown parser backend {name!r}")
+        _STATE["parser"] = build_parser(cfg.parser, **cfg.parser_options)
 
 
 def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:

@@ -244,3 +244,34 @@ def test_ptb_tokenization():
     with pytest.raises(InputError, match="U\\+0007 at column 3"):
         check_line("ab\x07c")
     assert check_line(" tab\tinside ") == "tab\tinside"
+
+
+# ---------------------------------------------------------------- stanza, for real (tiny models trained offline)
+
+def test_stanza_pipeline_then_given_reuses_its_trees(tiny_stanza_models, tmp_path):
+    """--parser stanza on 150 Multi30k pairs (2 workers), then --parser given --trees-dir on its output:
+    the same datasets, and the stanza trees' leaves are the PTB-tokenized source words."""
+    corpus = tmp_path / "raw"
+    corpus.mkdir()
+    for split, lo, hi in (("train", 0, 120), ("valid", 120, 150)):
+        for lang in ("en", "de"):
+            lines = (M30K / f"train.{lang}").read_text(encoding="utf-8").splitlines()[lo:hi]
+            (corpus / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    common = ["-s", "en", "-t", "de", "--trainpref", corpus / "train", "--validpref", corpus / "valid",
+              "--joined-dictionary", "--workers", "2", "--shard-size", "40"]
+    run_cli(*common, "--parser", "stanza", "--stanza-model-dir", tiny_stanza_models, "--bpe-merges", "200",
+            "--destdir", tmp_path / "stanza")
+    report = json.loads((tmp_path / "stanza" / "preprocess.json").read_text())
+    assert report["splits"]["train"]["sentences"] == 120 and report["splits"]["valid"]["sentences"] == 30
+    assert report["throughput"]["parse"]["sentences_per_s"] > 0
+    tok = Tokenizer("moses", "en", ptb=True)
+    src = (corpus / "valid.en").read_text(encoding="utf-8").splitlines()
+    trees = list(read_tree_lines(str(tmp_path / "stanza" / "valid.en.trees")))
+    assert [t.words for t in trees] == [tok(x) for x in src]
+    assert all(t.labels and t.spans[-1] == (0, len(t.words)) for t in trees if len(t.words) > 1)
+
+    run_cli(*common, "--parser", "given", "--trees-dir", tmp_path / "stanza", "--bpe-codes",
+            tmp_path / "stanza" / "bpe.codes", "--destdir", tmp_path / "given")
+    for f in sorted((tmp_path / "stanza").iterdir()):
+        if f.suffix in (".bin", ".idx", ".txt", ".trees"):
+            assert f.read_bytes() == (tmp_path / "given" / f.name).read_bytes(), f.name
