@@ -105,16 +105,25 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
     total = sum(s.num_lines for s in todo)
     if todo:
         bar = tqdm(total=total, desc=name, unit="sent", disable=None, leave=False)
+        t0, done = time.perf_counter(), 0
+
+        def progress(s):  # the bar on a terminal, a log line per shard for log files
+            nonlocal done
+            done += s.num_lines
+            bar.update(s.num_lines)
+            logger.info("%s: shard %s done, %d/%d lines (%.0f lines/s)", name, s.name, done, total,
+                        done / max(time.perf_counter() - t0, 1e-9))
+
         if workers <= 1 or len(todo) == 1:
             init(*init_args)
             for s in todo:
                 func(s)
-                bar.update(s.num_lines)
+                progress(s)
         else:
             ctx = mp.get_context("fork")
             with ctx.Pool(min(workers, len(todo)), initializer=init, initargs=init_args) as pool:
                 for s, _ in zip(todo, pool.imap(func, todo)):
-                    bar.update(s.num_lines)
+                    progress(s)
         bar.close()
     metas = []
     for s in shards:
