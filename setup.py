@@ -7,11 +7,13 @@ setup(
     packages=find_packages(include=["fairseq_tree", "fairseq_tree.*", "preprocess", "preprocess.*"]),
     python_requires=">=3.9",
     install_requires=[
+        # fairseq is not listed: install torch (your CUDA build, or 2.13.0 CPU) and then fairseq yourself
+        # (fairseq 0.12.2 below Python 3.11, fairseq-fixed 0.12.3.1 from 3.11; --no-build-isolation --no-deps,
+        # since fairseq-fixed's metadata asks for torchaudio, which would replace your torch). See the README.
         "torch>=2.0",
-        "fairseq>=0.12.2",
         "sacremoses",
         "subword-nmt",
-        "stanza",
+        "stanza==1.15.0",  # the offline trainer wrapper patches stanza internals
         "nltk",
         "sacrebleu>=2.0",
         "matplotlib",
