@@ -1,0 +1,1 @@
+"""Criterions fairseq lacks: ``span_hinge_dependency`` (LAL parser)."""

@@ -1,0 +1,1 @@
+"""Evaluation: bracket F1 with EVALB rules, attachment scores, parsing CLI."""

@@ -1,0 +1,269 @@
+"""``lal_parser``: the Label Attention Layer parser (Mrini et al. 2020), constituency + dependency.
+
+Tokens (BOS w_1..w_n EOS) are ``LN([content ; position])``: content = word embedding + POS-tag embedding
+(``--no-pos-tags`` drops it) + a character CNN (max-pooled; stands in for the paper's XLNet, which cannot be
+downloaded here; :meth:`LALParserModel.extra_content` is the hook for a pretrained encoder), position = a
+learned table. Then ``--encoder-layers`` partitioned self-attention layers (Kitaev & Klein) and one Label
+Attention Layer (:mod:`fairseq_tree.modules.label_attention`) with one head per constituent label by default
+(``--lal-heads``). Ablations: ``--lal-no-pwff``, ``--lal-no-residual-dropout``.
+
+Span features (eq. 5): each label head's output block u_{t,l} [d_proj] is split in a forward and a backward
+half; fencepost k (0..n) = [fwd(token k) ; bwd(token k+1)] for every head, and span (i, j) = f_j - f_i.
+Span label scores (eq. 6) ``W2 ReLU(LN(W1 (f_j - f_i) + b1)) + b2`` are computed as ``W1 f_j - W1 f_i`` so only
+[B, n+1, n+1, hidden] is held, never [B, n+1, n+1, H * d_proj]. The empty label has score 0.
+
+``--lal-tie-heads`` makes head l responsible for label l: the score of label l reads only head l's block,
+through its own small MLP (hidden ``--lal-tied-hidden``), and the LAL's feed-forward layer, if on, acts per
+head. (The authors' code never ties them; their 112 heads are just a count.)
+
+Dependencies (eq. 10): biaffine arc scores between dependent word d (1..n) and head word h (0..n, 0 = the BOS
+token as root) from the LAL output; relation labels (eq. 11) are a biaffine classifier of the (dependent,
+head) pair, i.e. conditioned on the head.
+"""
+
+import math
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
+from torch import Tensor
+
+from fairseq_tree.modules.chart import cky, eisner
+from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
+
+NEG = -1e9
+
+
+class CharCNN(nn.Module):
+    """chars [B, T, C] -> [B, T, d_out]: embedding, conv (width 3), ReLU, max over the word's characters."""
+
+    def __init__(self, num_chars, pad, d_char, d_out):
+        super().__init__()
+        self.pad = pad
+        self.emb = nn.Embedding(num_chars, d_char, padding_idx=pad)
+        self.conv = nn.Conv1d(d_char, d_out, 3, padding=1)
+
+    def forward(self, chars: Tensor) -> Tensor:
+        B, T, C = chars.shape
+        x = self.emb(chars.view(B * T, C)).transpose(1, 2)  # [BT, d_char, C]
+        y = F.relu(self.conv(x)).masked_fill(chars.view(B * T, 1, C).eq(self.pad), 0.0)
+        return y.max(-1).values.view(B, T, -1)
+
+
+class Biaffine(nn.Module):
+    """s[b, i, j] = x_i^T W y_j + U^T x_i + V^T y_j + b, with ``out`` channels: [B, N, M, out]."""
+
+    def __init__(self, d, out=1):
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(out, d, d))
+        self.U, self.V = nn.Linear(d, out, bias=True), nn.Linear(d, out, bias=False)
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        bil = torch.einsum("bid,ode,bje->bijo", x, self.W, y)
+        return bil + self.U(x)[:, :, None, :] + self.V(y)[:, None, :, :]
+
+
+@register_model("lal_parser")
+class LALParserModel(BaseFairseqModel):
+    @staticmethod
+    def add_args(parser):
+        a = parser.add_argument
+        a("--d-content", type=int, metavar="D", help="content partition size")
+        a("--d-position", type=int, metavar="D", help="position partition size")
+        a("--encoder-layers", type=int, metavar="N", help="partitioned self-attention layers before the LAL")
+        a("--attention-heads", type=int, metavar="N")
+        a("--d-kv", type=int, metavar="D", help="self-attention key/value size per head (split in halves)")
+        a("--d-ff", type=int, metavar="D")
+        a("--dropout", type=float, metavar="P")
+        a("--attention-dropout", type=float, metavar="P")
+        a("--relu-dropout", type=float, metavar="P")
+        a("--no-pos-tags", action="store_true", help="no POS-tag embedding in the content")
+        a("--d-char", type=int, metavar="D", help="character embedding size (0: no character features)")
+        a("--word-unk-alpha", type=float, metavar="A",
+          help="training: replace a word seen c times by <unk> with probability A/(A+c) (0: never)")
+        a("--lal-heads", type=int, metavar="N", help="label attention heads (0: one per constituent label)")
+        a("--lal-d-kv", type=int, metavar="D", help="LAL query/key/value size per head")
+        a("--lal-d-proj", type=int, metavar="D", help="LAL output size per head")
+        a("--lal-d-ff", type=int, metavar="D")
+        a("--lal-no-pwff", action="store_true", help="ablation: no position-wise feed-forward layer in the LAL")
+        a("--lal-no-residual-dropout", action="store_true", help="ablation: no residual dropout in the LAL")
+        a("--lal-tie-heads", action="store_true", help="head l scores label l only (needs --lal-heads 0)")
+        a("--lal-tied-hidden", type=int, metavar="D", help="per-label MLP size with --lal-tie-heads")
+        a("--label-hidden", type=int, metavar="D", help="span label MLP hidden size (eq. 6)")
+        a("--d-biaffine", type=int, metavar="D", help="arc MLP size (eq. 10)")
+        a("--d-rel", type=int, metavar="D", help="relation MLP size (eq. 11)")
+        a("--max-positions", type=int, metavar="N")
+
+    def __init__(self, args, dicts: Dict, num_labels: int, num_rels: int):
+        super().__init__()
+        self.args = args
+        wd, td, cd = dicts["words"], dicts["tags"], dicts["chars"]
+        self.word_pad, self.word_unk = wd.pad(), wd.unk()
+        dc, dp = args.d_content, args.d_position
+        self.num_labels, self.num_rels = num_labels, num_rels
+        self.embed_words = nn.Embedding(len(wd), dc, padding_idx=wd.pad())
+        self.embed_tags = None if args.no_pos_tags else nn.Embedding(len(td), dc, padding_idx=td.pad())
+        self.chars = CharCNN(len(cd), cd.pad(), args.d_char, dc) if args.d_char > 0 else None
+        self.embed_positions = nn.Parameter(torch.randn(args.max_positions, dp) * 0.1)
+        self.embed_ln = nn.LayerNorm(dc + dp)
+        counts = torch.tensor([float(c) for c in wd.count], dtype=torch.float)
+        counts[: wd.nspecial] = float("inf")  # never replace BOS/EOS/pad
+        self.register_buffer("unk_prob", args.word_unk_alpha / (args.word_unk_alpha + counts), persistent=False)
+        self.layers = nn.ModuleList([
+            PartitionedSelfAttentionLayer(dc, dp, args.attention_heads, args.d_kv, args.d_ff, args.dropout,
+                                          args.attention_dropout, args.relu_dropout)
+            for _ in range(args.encoder_layers)])
+        H = args.lal_heads or num_labels
+        if args.lal_tie_heads and H != num_labels:
+            raise ValueError(f"--lal-tie-heads needs one head per label ({num_labels}), got --lal-heads {H}")
+        self.lal_heads, self.tied = H, args.lal_tie_heads
+        self.lal = LabelAttention(dc, dp, H, args.lal_d_kv, args.lal_d_proj, args.dropout, args.attention_dropout,
+                                  residual_dropout=not args.lal_no_residual_dropout, pwff=not args.lal_no_pwff,
+                                  d_ff=args.lal_d_ff, relu_dropout=args.relu_dropout, per_head_ffn=self.tied)
+        dh = args.lal_d_proj
+        if self.tied:
+            e = args.lal_tied_hidden
+            self.span_w1 = nn.Parameter(torch.randn(H, dh, e) / math.sqrt(dh))
+            self.span_b1 = nn.Parameter(torch.zeros(H, e))
+            self.span_ln = nn.LayerNorm(e)
+            self.span_w2 = nn.Parameter(torch.randn(H, e) / math.sqrt(e))
+            self.span_b2 = nn.Parameter(torch.zeros(H))
+        else:
+            self.span_w1 = nn.Linear(H * dh, args.label_hidden)
+            self.span_ln = nn.LayerNorm(args.label_hidden)
+            self.span_w2 = nn.Linear(args.label_hidden, num_labels)
+        d_all = H * dh
+        self.arc_dep, self.arc_head = nn.Linear(d_all, args.d_biaffine), nn.Linear(d_all, args.d_biaffine)
+        self.arc = Biaffine(args.d_biaffine, 1)
+        self.rel_dep, self.rel_head = nn.Linear(d_all, args.d_rel), nn.Linear(d_all, args.d_rel)
+        self.rel = Biaffine(args.d_rel, max(num_rels, 1))
+
+    @classmethod
+    def build_model(cls, args, task):
+        lal_parser_base(args)
+        return cls(args, task.dicts, task.num_labels, task.num_relations)
+
+    def max_positions(self):
+        return self.args.max_positions - 2
+
+    def extra_content(self, src_tokens: Tensor) -> Optional[Tensor]:
+        """Hook for a pretrained encoder's word vectors ([B, T, d_content], added to the content); None here."""
+        return None
+
+    # ------------------------------------------------------------------------------------------ encoder
+    def encode(self, src_tokens: Tensor, src_tags: Tensor, src_chars: Tensor):
+        """-> (h [B, T, H, d_proj] LAL output per head, LAL attention [B, H, T], pad mask [B, T])."""
+        B, T = src_tokens.shape
+        pad = src_tokens.eq(self.word_pad)
+        words = src_tokens
+        if self.training and self.args.word_unk_alpha > 0:
+            drop = torch.rand(words.shape, device=words.device) < self.unk_prob[words]
+            words = words.masked_fill(drop, self.word_unk)
+        content = self.embed_words(words)
+        if self.embed_tags is not None:
+            content = content + self.embed_tags(src_tags)
+        if self.chars is not None:
+            content = content + self.chars(src_chars)
+        extra = self.extra_content(src_tokens)
+        if extra is not None:
+            content = content + extra
+        if T > self.embed_positions.size(0):
+            raise ValueError(f"sentence of {T - 2} words exceeds --max-positions {self.args.max_positions}")
+        pos = self.embed_positions[:T][None].expand(B, -1, -1)
+        x = self.embed_ln(torch.cat([content, pos], -1))
+        x = F.dropout(x, self.args.dropout, self.training).masked_fill(pad[..., None], 0.0)
+        for layer in self.layers:
+            x = layer(x, pad)
+        h, attn = self.lal(x, pad)
+        h = h.masked_fill(pad[..., None], 0.0)
+        return h.view(B, T, self.lal_heads, -1), attn, pad
+
+    def span_scores(self, h: Tensor) -> Tensor:
+        """h [B, T, H, d_proj] -> label scores [B, n+1, n+1, L] of every span (i, j) of fenceposts."""
+        half = h.size(-1) // 2
+        f = torch.cat([h[:, :-1, :, :half], h[:, 1:, :, half:]], -1)  # fenceposts [B, n+1, H, d_proj]
+        if self.tied:
+            g = torch.einsum("bkhd,hde->bkhe", f, self.span_w1)  # [B, n+1, L, e]
+            z = g[:, None] - g[:, :, None] + self.span_b1  # [B, i, j, L, e]: W1 (f_j - f_i) + b1
+            z = F.relu(self.span_ln(z))
+            return (z * self.span_w2).sum(-1) + self.span_b2
+        g = F.linear(f.flatten(2), self.span_w1.weight)  # [B, n+1, hidden]: W1 f_k, bias added once below
+        z = g[:, None, :, :] - g[:, :, None, :] + self.span_w1.bias  # [B, i, j, hidden]
+        return self.span_w2(F.relu(self.span_ln(z)))
+
+    def forward(self, src_tokens, src_tags, src_chars, src_lengths, **kwargs) -> Dict[str, Tensor]:
+        """-> label_scores [B, n+1, n+1, L]; arc_scores [B, n+1, n+1] (dependent d, head h; rows/cols > n_b,
+        h == d and column-0 dependents masked to -1e9); rel_dep / rel_head [B, n+1, d_rel]; attention [B, H, T]."""
+        h, attn, pad = self.encode(src_tokens, src_tags, src_chars)
+        B, T = src_tokens.shape
+        hw = h.flatten(2)[:, :-1]  # BOS (root) + words + (padding): [B, n+1, H*d_proj]
+        dep, head = F.relu(self.arc_dep(hw)), F.relu(self.arc_head(hw))
+        arcs = self.arc(dep, head).squeeze(-1)  # [B, d, h]
+        n1 = T - 1
+        idx = torch.arange(n1, device=hw.device)
+        valid_h = idx[None, :] <= src_lengths[:, None]  # [B, h]
+        mask = ~valid_h[:, None, :] | idx[None, :, None].eq(idx[None, None, :])
+        arcs = arcs.masked_fill(mask, NEG)
+        return {"label_scores": self.span_scores(h), "arc_scores": arcs,
+                "rel_dep": F.relu(self.rel_dep(hw)), "rel_head": F.relu(self.rel_head(hw)),
+                "attention": attn, "lengths": src_lengths}
+
+    def rel_scores(self, out: Dict[str, Tensor], heads: Tensor) -> Tensor:
+        """Relation scores of each dependent given its head: heads [B, n+1] -> [B, n+1, R]."""
+        rh = out["rel_head"].gather(1, heads[..., None].expand(-1, -1, out["rel_head"].size(-1)))
+        x, y = out["rel_dep"], rh
+        bil = torch.einsum("bid,ode,bie->bio", x, self.rel.W, y)
+        return bil + self.rel.U(x) + self.rel.V(y)
+
+    @torch.no_grad()
+    def parse(self, net_input: Dict[str, Tensor]):
+        """Decode: CKY for constituents, Eisner (projective, one root child) for dependencies.
+        Returns (spans: list of (start, end, class) per sentence, heads [B, n+1], rels [B, n+1], out)."""
+        out = self.forward(**net_input)
+        lengths = net_input["src_lengths"]
+        spans, _ = cky(out["label_scores"], lengths)
+        heads, _ = eisner(out["arc_scores"].transpose(1, 2), lengths)
+        rels = self.rel_scores(out, heads).argmax(-1)
+        return spans, heads, rels, out
+
+
+def _set(args, name, value):
+    if getattr(args, name, None) is None:
+        setattr(args, name, value)
+
+
+@register_model_architecture("lal_parser", "lal_parser")
+def lal_parser_base(args):
+    """The paper's sizes (sec. 4.1, authors' best script): d_model 1024, 3 layers, 8 heads, LAL 128/128."""
+    for name, value in (("d_content", 512), ("d_position", 512), ("encoder_layers", 3), ("attention_heads", 8),
+                        ("d_kv", 64), ("d_ff", 2048), ("dropout", 0.2), ("attention_dropout", 0.2),
+                        ("relu_dropout", 0.2), ("d_char", 64), ("word_unk_alpha", 1.0), ("lal_heads", 0),
+                        ("lal_d_kv", 128), ("lal_d_proj", 128), ("lal_d_ff", 2048), ("lal_tied_hidden", 16),
+                        ("label_hidden", 250), ("d_biaffine", 1024), ("d_rel", 128), ("max_positions", 512)):
+        _set(args, name, value)
+    for flag in ("no_pos_tags", "lal_no_pwff", "lal_no_residual_dropout", "lal_tie_heads"):
+        _set(args, flag, False)
+
+
+@register_model_architecture("lal_parser", "lal_parser_small")
+def lal_parser_small(args):
+    """A CPU-sized parser for the PTB sample."""
+    for name, value in (("d_content", 128), ("d_position", 128), ("encoder_layers", 2), ("attention_heads", 4),
+                        ("d_kv", 32), ("d_ff", 512), ("lal_d_kv", 32), ("lal_d_proj", 32), ("lal_d_ff", 512),
+                        ("label_hidden", 128), ("d_biaffine", 256), ("d_rel", 64), ("d_char", 32)):
+        _set(args, name, value)
+    lal_parser_base(args)
+
+
+@register_model_architecture("lal_parser", "lal_parser_tiny")
+def lal_parser_tiny(args):
+    """For tests: one small layer, no dropout."""
+    for name, value in (("d_content", 64), ("d_position", 32), ("encoder_layers", 1), ("attention_heads", 4),
+                        ("d_kv", 16), ("d_ff", 128), ("lal_d_kv", 16), ("lal_d_proj", 16), ("lal_d_ff", 64),
+                        ("label_hidden", 64), ("d_biaffine", 64), ("d_rel", 32), ("d_char", 16), ("dropout", 0.0),
+                        ("attention_dropout", 0.0), ("relu_dropout", 0.0), ("word_unk_alpha", 0.0),
+                        ("lal_tied_hidden", 8), ("max_positions", 300)):
+        _set(args, name, value)
+    lal_parser_base(args)

@@ -1,0 +1,79 @@
+"""EVALB-rule bracket scorer, attachment scores and the parsing reader/writer on hand-made cases."""
+
+import pytest
+
+from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets
+from fairseq_tree.evaluation.bracket_f1 import attachment_scores, bracket_f1, evalb_brackets
+
+
+def T(text):
+    return parse_tree_from_brackets(text)
+
+
+def test_reader_keeps_one_word_unaries_and_joins_chains():
+    t = T("(TOP (S (NP-SBJ (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (. .)))")
+    assert t.words == ["It", "is", "fine", "."]
+    assert t.spans == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (0, 4, "S")]
+    t = T("(S (S (VP (VB Go))) (NP (-NONE- *)) (. !))")
+    assert t.spans == [(0, 1, "S+VP"), (0, 2, "S")]
+    t = T("(NN Hello)")  # a bare preterminal gets a root
+    assert t.spans == [(0, 1, "ROOT")]
+    for text in ("(S (S (VP (VB Go))) (. !))", "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))"):
+        t = T(text)
+        assert to_brackets(t.words, t.tags, t.spans) == text
+        assert T(to_brackets(t.words, t.tags, t.spans)) == t
+
+
+GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PRT (RP down))) (. .)))"
+
+
+def test_identical_trees_score_100():
+    g = T(GOLD)
+    r = bracket_f1([g], [g])
+    assert r["f1"] == 100.0 and r["exact_match"] == 100.0
+    assert r["gold_brackets"] == 4  # S, NP, VP, PRT; TOP and POS tags are not brackets
+
+
+def test_top_ignored_and_advp_prt_equivalent():
+    g = T(GOLD)
+    p = T("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (ADVP (RB down))) (. .)))")
+    assert bracket_f1([g], [p])["f1"] == 100.0
+    assert ("TOP", 0, 3) not in evalb_brackets(g.spans, g.tags)
+
+
+def test_punctuation_removed_before_comparing_spans():
+    g = T(GOLD)
+    # attaches the final period inside the VP: differs only by punctuation, so still a perfect match
+    p = T("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PRT (RP down)) (. .)))")
+    assert bracket_f1([g], [p])["f1"] == 100.0
+    # a bracket over punctuation alone disappears
+    p2 = T("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PRT (RP down))) (X (. .)))")
+    assert bracket_f1([g], [p2])["pred_brackets"] == 4
+
+
+def test_wrong_label_and_span_counts():
+    g = T(GOLD)
+    p = T("(S (NP (DT The)) (VP (NN cat) (VBD sat) (PRT (RP down))) (. .))")
+    # pred brackets: S(0,4) NP(0,1) VP(1,4) PRT(3,4); gold: S(0,4) NP(0,2) VP(2,4) PRT(3,4) -> 2 of 4
+    r = bracket_f1([g], [p])
+    assert (r["matched"], r["gold_brackets"], r["pred_brackets"]) == (2, 4, 4)
+    assert r["precision"] == pytest.approx(50.0) and r["f1"] == pytest.approx(50.0)
+    # a unary chain counts one bracket per label
+    p3 = T("(S (NP (DT The) (NN cat)) (VP (VP (VBD sat) (PRT (RP down)))) (. .))")
+    r3 = bracket_f1([g], [p3])
+    assert (r3["matched"], r3["pred_brackets"]) == (4, 5)
+    assert r3["recall"] == 100.0 and r3["precision"] == pytest.approx(80.0)
+
+
+def test_length_mismatch_is_an_error():
+    with pytest.raises(ValueError):
+        bracket_f1([T(GOLD)], [T("(S (NP (DT The) (NN cat)) (VBD sat))")])
+
+
+def test_attachment_scores_skip_punctuation():
+    tags = [["DT", "NN", "VBD", "RP", "."]]
+    gold_h, gold_r = [[2, 3, 0, 3, 3]], [["det", "nsubj", "root", "prt", "punct"]]
+    pred_h, pred_r = [[2, 3, 0, 2, 1]], [["det", "dobj", "root", "prt", "punct"]]
+    r = attachment_scores(gold_h, gold_r, pred_h, pred_r, tags)
+    assert r["dep_tokens"] == 4
+    assert r["uas"] == pytest.approx(75.0) and r["las"] == pytest.approx(50.0)
