@@ -4,7 +4,8 @@ L_c (eq. 9) per sentence: ``max(0, max_T [s(T) + Delta(T, T*)] - s(T*))`` with t
 batched, Hamming-cost-augmented CKY (:func:`fairseq_tree.modules.chart.cky`); the gradient flows through the
 scores of the predicted and gold trees' labeled spans. L_d: cross-entropy of the gold head of every word over
 all heads of its sentence, plus cross-entropy of the gold relation given the gold head (eq. 11). Both summed
-over sentences; sample_size = sentences.
+over sentences; sample_size = sentences. Models trained ``--no-pos-tags`` also learn to predict the POS tags
+they write out (cross-entropy, ``--tag-weight``; not in the paper, whose tags are inputs).
 
 In validation (model.eval()) it also decodes without augmentation (CKY, Eisner) and logs labeled span F1 over
 raw spans (``f1``) and UAS over all tokens (``uas``) for checkpoint selection.
@@ -24,14 +25,16 @@ from fairseq_tree.modules.chart import cky, eisner, tree_score
 @dataclass
 class SpanHingeDependencyConfig(FairseqDataclass):
     dependency_weight: float = field(default=1.0, metadata={"help": "w in L = L_c + w L_d (0: constituents only)"})
+    tag_weight: float = field(default=1.0, metadata={
+        "help": "weight of the POS-tagging cross-entropy of --no-pos-tags models (they output predicted tags)"})
     margin: float = field(default=1.0, metadata={"help": "cost of each wrongly labeled span in the augmentation"})
 
 
 @register_criterion("span_hinge_dependency", dataclass=SpanHingeDependencyConfig)
 class SpanHingeDependencyCriterion(FairseqCriterion):
-    def __init__(self, task, dependency_weight=1.0, margin=1.0):
+    def __init__(self, task, dependency_weight=1.0, tag_weight=1.0, margin=1.0):
         super().__init__(task)
-        self.dependency_weight, self.margin = dependency_weight, margin
+        self.dependency_weight, self.tag_weight, self.margin = dependency_weight, tag_weight, margin
 
     def forward(self, model, sample, reduce=True):
         out = model(**sample["net_input"])
@@ -55,6 +58,12 @@ class SpanHingeDependencyCriterion(FairseqCriterion):
             loss_d = arc_ce + rel_ce
             loss = loss + self.dependency_weight * loss_d
             log["loss_d"] = loss_d.item()
+        if out.get("tag_scores") is not None:  # --no-pos-tags models predict the tags they output
+            tgt = sample["net_input"]["src_tags"][:, 1:-1]
+            tmask = torch.arange(tgt.size(1), device=tgt.device)[None, :] < lengths[:, None]
+            loss_t = F.cross_entropy(out["tag_scores"][tmask], tgt[tmask], reduction="sum")
+            loss = loss + self.tag_weight * loss_t
+            log["loss_t"] = loss_t.item()
         if not model.training:
             with torch.no_grad():
                 decoded, _ = cky(scores, lengths)
@@ -77,8 +86,9 @@ class SpanHingeDependencyCriterion(FairseqCriterion):
         ss = max(tot("sample_size"), 1)
         metrics.log_scalar("loss", tot("loss") / ss, ss, round=3)
         metrics.log_scalar("loss_c", tot("loss_c") / ss, ss, round=3)
-        if any("loss_d" in log for log in logging_outputs):
-            metrics.log_scalar("loss_d", tot("loss_d") / ss, ss, round=3)
+        for k in ("loss_d", "loss_t"):
+            if any(k in log for log in logging_outputs):
+                metrics.log_scalar(k, tot(k) / ss, ss, round=3)
         for k in ("span_match", "span_pred", "span_gold", "arc_correct", "rel_correct", "arc_total"):
             if any(k in log for log in logging_outputs):
                 metrics.log_scalar_sum("_" + k, tot(k))

@@ -139,6 +139,8 @@ class LALParserModel(BaseFairseqModel):
         self.arc = Biaffine(args.d_biaffine, 1)
         self.rel_dep, self.rel_head = nn.Linear(d_all, args.d_rel), nn.Linear(d_all, args.d_rel)
         self.rel = Biaffine(args.d_rel, max(num_rels, 1))
+        # without POS-tag input the parser predicts the tags it writes out (not in the paper; its tags are inputs)
+        self.tagger = nn.Linear(d_all, len(td)) if args.no_pos_tags else None
 
     @classmethod
     def build_model(cls, args, task):
@@ -194,8 +196,9 @@ class LALParserModel(BaseFairseqModel):
         return self.span_w2(F.relu(self.span_ln(z)))
 
     def forward(self, src_tokens, src_tags, src_chars, src_lengths, **kwargs) -> Dict[str, Tensor]:
-        """-> label_scores [B, n+1, n+1, L]; arc_scores [B, n+1, n+1] (dependent d, head h; rows/cols > n_b,
-        h == d and column-0 dependents masked to -1e9); rel_dep / rel_head [B, n+1, d_rel]; attention [B, H, T]."""
+        """-> label_scores [B, n+1, n+1, L]; arc_scores [B, n+1, n+1] (dependent d, head h; heads > n_b and
+        h == d masked to -1e9); rel_dep / rel_head [B, n+1, d_rel]; attention [B, H, T]; tag_scores [B, n, tags]
+        (word d at index d-1) with ``--no-pos-tags``, else None."""
         h, attn, pad = self.encode(src_tokens, src_tags, src_chars)
         B, T = src_tokens.shape
         hw = h.flatten(2)[:, :-1]  # BOS (root) + words + (padding): [B, n+1, H*d_proj]
@@ -206,7 +209,8 @@ class LALParserModel(BaseFairseqModel):
         valid_h = idx[None, :] <= src_lengths[:, None]  # [B, h]
         mask = ~valid_h[:, None, :] | idx[None, :, None].eq(idx[None, None, :])
         arcs = arcs.masked_fill(mask, NEG)
-        return {"label_scores": self.span_scores(h), "arc_scores": arcs,
+        out_tags = self.tagger(hw[:, 1:]) if self.tagger is not None else None  # [B, n, tags] or None
+        return {"label_scores": self.span_scores(h), "arc_scores": arcs, "tag_scores": out_tags,
                 "rel_dep": F.relu(self.rel_dep(hw)), "rel_head": F.relu(self.rel_head(hw)),
                 "attention": attn, "lengths": src_lengths}
 
@@ -220,7 +224,8 @@ class LALParserModel(BaseFairseqModel):
     @torch.no_grad()
     def parse(self, net_input: Dict[str, Tensor]):
         """Decode: CKY for constituents, Eisner (projective, one root child) for dependencies.
-        Returns (spans: list of (start, end, class) per sentence, heads [B, n+1], rels [B, n+1], out)."""
+        Returns (spans: list of (start, end, class) per sentence, heads [B, n+1], rels [B, n+1], out);
+        ``out['tag_scores']`` holds predicted tags' scores for ``--no-pos-tags`` models."""
         out = self.forward(**net_input)
         lengths = net_input["src_lengths"]
         spans, _ = cky(out["label_scores"], lengths)

@@ -1,0 +1,196 @@
+"""``fairseq-tree-parse``: parse sentences with a trained ``lal_parser`` checkpoint, write brackets + CoNLL-U,
+score against gold, and draw label-to-word attention heat maps.
+
+    python -m fairseq_tree.evaluation.parse_cli --path ckpt/checkpoint_best.pt --input wsj22.mrg \\
+        --gold wsj22.mrg --gold-dep wsj22.sd.conll --output out/wsj22 [--plot] [--plot-sentence 3]
+
+``--input``: ``.mrg``/``.trees`` (bracketed: words and POS tags are taken from it), ``.conllu``/``.conll``
+(words and XPOS tags), anything else one tokenized sentence per line (words only: use a model trained
+``--no-pos-tags``, which predicts its own tags; a tag-input model would see unknown tags). Writes
+``OUTPUT.trees`` (one-line PTB brackets; POS tags = the input's, or predicted) and ``OUTPUT.conllu``
+(predicted heads and relations), prints a JSON line of scores with ``--gold`` (EVALB COLLINS.prm rules,
+:mod:`fairseq_tree.evaluation.bracket_f1`) and ``--gold-dep`` (UAS/LAS without punctuation; ``--gold`` alone
+gives no dependency scores), and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's
+attention of every head (rows, named by its label when heads are tied to labels) over the words.
+
+Dictionaries are read from the training data directory recorded in the checkpoint, or ``--data DIR``.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import torch
+
+from fairseq_tree.data.parsing_data import ParseTree, read_parse_trees, to_brackets
+from fairseq_tree.evaluation.bracket_f1 import attachment_scores, bracket_f1
+from fairseq_tree.trees import read_conllu
+
+logger = logging.getLogger("fairseq_tree.parse")
+
+
+@dataclass
+class Parse:
+    words: List[str]
+    tags: List[str]
+    spans: List[tuple]  # (start, end, label)
+    heads: List[int]
+    relations: List[str]
+    attention: Optional[torch.Tensor] = None  # [H, n + 2] over BOS, words, EOS
+
+    def brackets(self) -> str:
+        return to_brackets(self.words, self.tags, self.spans)
+
+
+class LALParser:
+    """A loaded checkpoint: ``parse(sentences, tags=None) -> list of Parse`` in batches, sorted by length."""
+
+    def __init__(self, path: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu"):
+        import fairseq_tree  # noqa: F401  (registers the task and model)
+        from fairseq import checkpoint_utils
+
+        overrides = {"data": data} if data else {}
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+        self.model, self.task = models[0].to(device).eval(), task
+        self.batch_size, self.device = batch_size, device
+        self.labels, self.rels = task.label_names(), task.relation_names()
+        td = task.dicts["tags"]
+        self.tag_names = [td[i] for i in range(len(td))]
+        self.uses_tags = self.model.embed_tags is not None
+
+    @property
+    def head_names(self) -> List[str]:
+        return self.labels if self.model.tied else [f"head {i}" for i in range(self.model.lal_heads)]
+
+    @torch.no_grad()
+    def parse(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None,
+              keep_attention: bool = False) -> List[Parse]:
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        out: List[Optional[Parse]] = [None] * len(sentences)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            batch = self.task.build_batch([sentences[i] for i in idx],
+                                          None if tags is None else [tags[i] for i in idx])
+            net_input = {k: v.to(self.device) for k, v in batch["net_input"].items()}
+            spans, heads, rels, o = self.model.parse(net_input)
+            heads, rels = heads.cpu(), rels.cpu()
+            pred_tags = o["tag_scores"].argmax(-1).cpu() if o.get("tag_scores") is not None else None
+            for b, i in enumerate(idx):
+                words = list(sentences[i])
+                n = len(words)
+                if pred_tags is not None:
+                    t = [self.tag_names[x] for x in pred_tags[b, :n].tolist()]
+                else:
+                    t = list(tags[i]) if tags is not None else ["X"] * n
+                out[i] = Parse(words, t, [(s, e, self.labels[c]) for s, e, c in spans[b]],
+                               heads[b, 1:n + 1].tolist(), [self.rels[r] if r < len(self.rels) else "dep"
+                                                            for r in rels[b, 1:n + 1].tolist()],
+                               o["attention"][b, :, :n + 2].cpu() if keep_attention else None)
+        return out  # type: ignore[return-value]
+
+
+def read_input(path: str):
+    """-> (sentences, tags or None, gold trees or None)."""
+    if path.endswith((".mrg", ".trees")):
+        trees = list(read_parse_trees(path))
+        return [t.words for t in trees], [t.tags for t in trees], trees
+    if path.endswith((".conllu", ".conll")):
+        deps = list(read_conllu(path))
+        return [d.words for d in deps], [d.tags for d in deps], None
+    with open(path, encoding="utf-8") as f:
+        return [line.split() for line in f if line.strip()], None, None
+
+
+def write_conllu(parses: Sequence[Parse], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for k, p in enumerate(parses, 1):
+            f.write(f"# sent_id = {k}\n# text = {' '.join(p.words)}\n")
+            for d, (w, t, h, r) in enumerate(zip(p.words, p.tags, p.heads, p.relations), 1):
+                f.write(f"{d}\t{w}\t_\t{t}\t{t}\t_\t{h}\t{r}\t_\t_\n")
+            f.write("\n")
+
+
+def plot_attention(parse: Parse, head_names: Sequence[str], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    att = parse.attention.numpy()  # [H, n + 2]
+    cols = ["<s>"] + parse.words + ["</s>"]
+    fig, ax = plt.subplots(figsize=(max(4, 0.45 * len(cols) + 2), max(3, 0.28 * len(head_names) + 1.5)))
+    im = ax.imshow(att, aspect="auto", cmap="viridis")
+    ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(head_names)), head_names, fontsize=7)
+    ax.set_title("Label Attention Layer: label-to-word attention")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(description="Parse with a lal_parser checkpoint (fairseq-tree-parse).")
+    p.add_argument("--path", required=True, help="checkpoint")
+    p.add_argument("--input", required=True, help=".mrg/.trees, .conllu/.conll, or one tokenized sentence per line")
+    p.add_argument("--output", help="output prefix (default: INPUT.lal)")
+    p.add_argument("--gold", help="gold .mrg for bracket scores")
+    p.add_argument("--gold-dep", help="gold CoNLL-U/CoNLL-X for UAS/LAS")
+    p.add_argument("--data", help="data directory with the dictionaries (default: the one in the checkpoint)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--plot", action="store_true", help="save OUTPUT.attention.png for --plot-sentence")
+    p.add_argument("--plot-sentence", type=int, default=0, help="0-based sentence index to plot")
+    p.add_argument("--no-input-tags", action="store_true", help="ignore the input's POS tags")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    sentences, tags, _ = read_input(args.input)
+    parser = LALParser(args.path, data=args.data, batch_size=args.batch_size)
+    if args.no_input_tags:
+        tags = None
+    if tags is None and parser.uses_tags:
+        logger.warning("the model uses POS tags but the input has none: every tag is <unk>")
+    t0 = time.perf_counter()
+    parses = parser.parse(sentences, tags, keep_attention=args.plot)
+    elapsed = time.perf_counter() - t0
+    out = args.output or args.input + ".lal"
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".trees", "w", encoding="utf-8") as f:
+        for p in parses:
+            f.write(p.brackets() + "\n")
+    write_conllu(parses, out + ".conllu")
+    scores = {"sentences": len(parses), "parse_sents_per_s": round(len(parses) / max(elapsed, 1e-9), 1)}
+    if args.gold:
+        gold = list(read_parse_trees(args.gold))
+        pred = [ParseTree(p.words, p.tags, p.spans) for p in parses]
+        scores.update({k: round(v, 2) if isinstance(v, float) else v for k, v in bracket_f1(gold, pred).items()})
+    if args.gold_dep:
+        gd = list(read_conllu(args.gold_dep))
+        if len(gd) != len(parses):
+            sys.exit(f"{args.gold_dep}: {len(gd)} sentences, input has {len(parses)}")
+        r = attachment_scores([d.heads for d in gd], [d.relations for d in gd], [p.heads for p in parses],
+                              [p.relations for p in parses], [d.tags for d in gd])
+        scores.update({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
+    if args.plot:
+        k = min(args.plot_sentence, len(parses) - 1)
+        plot_attention(parses[k], parser.head_names, out + ".attention.png")
+        scores["plot"] = out + ".attention.png"
+    print(json.dumps(scores))
+    return scores
+
+
+def cli_main():
+    main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""End to end through the real CLIs: binarize 50 trees, fairseq-train lal_parser_tiny, fairseq-tree-parse
+(python -m fairseq_tree.evaluation.parse_cli) reaches EVALB F1 > 95 on the training trees; the ``lal`` parser
+backend of the preprocessing pipeline parses raw tokens with the checkpoint."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, REPO, SHARED
+
+PTB = SHARED / "data" / "ptb_sample"
+ENV = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+
+
+def _run(*cmd):
+    proc = subprocess.run([str(c) for c in cmd], cwd=str(REPO), env=ENV, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def fifty(tmp_path_factory):
+    """The first 50 training trees of 5-20 words (short ones keep the overfit run under a minute), with their
+    aligned dependency trees."""
+    if not (PTB / "train.mrg").is_file():
+        pytest.skip(f"{PTB} not found")
+    d = tmp_path_factory.mktemp("lal50")
+    mrg = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()
+    blocks = [b for b in (PTB / "train.conllu").read_text(encoding="utf-8").split("\n\n") if b.strip()]
+    assert len(mrg) == len(blocks)
+    sel = [i for i, b in enumerate(blocks)
+           if 5 <= sum(1 for line in b.splitlines() if not line.startswith("#")) <= 20][:50]
+    (d / "t.mrg").write_text("\n".join(mrg[i] for i in sel) + "\n", encoding="utf-8")
+    (d / "t.conllu").write_text("\n\n".join(blocks[i] for i in sel) + "\n\n", encoding="utf-8")
+    _run(BIN / "python", "-m", "fairseq_tree.data.parsing_data", "--destdir", d / "bin", "--train", d / "t.mrg",
+         "--train-dep", d / "t.conllu", "--valid", d / "t.mrg", "--valid-dep", d / "t.conllu")
+    return d
+
+
+def _train(d, save, epochs, *extra):
+    _run(BIN / "fairseq-train", d / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "constituency_parsing",
+         "--arch", "lal_parser_tiny", "--criterion", "span_hinge_dependency", "--optimizer", "adam", "--lr", "4e-3",
+         "--clip-norm", "5", "--batch-size", "10", "--max-epoch", str(epochs), "--cpu", "--seed", "1",
+         "--save-dir", save, "--no-epoch-checkpoints", "--disable-validation", "--save-interval", str(epochs),
+         "--log-format", "simple", *extra)
+    return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def overfit_ckpt(fifty):
+    return _train(fifty, fifty / "ckpt", 150)
+
+
+def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
+    out = _run(BIN / "python", "-m", "fairseq_tree.evaluation.parse_cli", "--path", overfit_ckpt,
+               "--input", fifty / "t.mrg", "--gold", fifty / "t.mrg", "--gold-dep", fifty / "t.conllu",
+               "--output", fifty / "out" / "t", "--plot", "--plot-sentence", "2")
+    scores = json.loads(out.strip().splitlines()[-1])
+    assert scores["sentences"] == 50
+    assert scores["f1"] > 95.0, scores
+    assert scores["uas"] > 85.0, scores
+    trees = (fifty / "out" / "t.trees").read_text(encoding="utf-8").splitlines()
+    assert len(trees) == 50
+    conllu = (fifty / "out" / "t.conllu").read_text(encoding="utf-8")
+    assert conllu.count("# sent_id") == 50
+    assert (fifty / "out" / "t.attention.png").stat().st_size > 1000
+
+
+def test_lal_backend_parses_raw_tokens(fifty):
+    """A --no-pos-tags, tied-heads, no-PWFF model (the paper's interpretable setting) as a pipeline backend."""
+    from fairseq_tree.data.parsing_data import read_parse_trees
+    from fairseq_tree.trees import tree_from_brackets
+    from preprocess.parsers.lal_parser import LALBackend
+
+    ckpt = _train(fifty, fifty / "ckpt_notags", 3, "--no-pos-tags", "--lal-tie-heads", "--lal-no-pwff")
+    backend = LALBackend.from_options(model=str(ckpt), batch_size=7)
+    gold = list(read_parse_trees(str(fifty / "t.mrg")))[:12]
+    sents = [[{"(": "-LRB-", ")": "-RRB-"}.get(w, w) for w in t.words] for t in gold] + [["Unseen", "wordz", "."]]
+    out = backend.parse(sents)
+    assert len(out) == len(sents)
+    for line, t in zip(out, gold):
+        tree = tree_from_brackets(line)
+        assert tree.words == t.words and "\n" not in line
+        assert all(tag and tag != "X" for tag in tree.tags)  # predicted POS tags
+    from preprocess.parsers import ParseError
+
+    with pytest.raises(ParseError) as e:
+        backend.parse([["a"], []])
+    assert e.value.index == 1
