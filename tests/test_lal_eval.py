@@ -77,3 +77,25 @@ def test_attachment_scores_skip_punctuation():
     r = attachment_scores(gold_h, gold_r, pred_h, pred_r, tags)
     assert r["dep_tokens"] == 4
     assert r["uas"] == pytest.approx(75.0) and r["las"] == pytest.approx(50.0)
+
+
+def test_binarizer_vocab_from_data_and_escaped_words(tmp_path):
+    from fairseq.data import Dictionary
+
+    from fairseq_tree.data.parsing_data import binarize, get_parser
+
+    (tmp_path / "a.mrg").write_text(
+        "(TOP (S (NP (NNP WCRS\\/Boston)) (VP (VBD won) (S (VP (TO to) (VP (VB go)))))))\n"
+        "(TOP (FRAG (INTJ (UH Yes)) (. .)))\n", encoding="utf-8")
+    (tmp_path / "a.conll").write_text(
+        "1\tWCRS/Boston\t_\tNNP\tNNP\t_\t2\tnsubj\t_\t_\n2\twon\t_\tVBD\tVBD\t_\t0\troot\t_\t_\n"
+        "3\tto\t_\tTO\tTO\t_\t4\taux\t_\t_\n4\tgo\t_\tVB\tVB\t_\t2\txcomp\t_\t_\n\n"
+        "1\tYes\t_\tUH\tUH\t_\t0\troot\t_\t_\n2\t.\t_\t.\t.\t_\t1\tpunct\t_\t_\n\n", encoding="utf-8")
+    rep = binarize(get_parser().parse_args(["--destdir", str(tmp_path / "bin"), "--train", str(tmp_path / "a.mrg"),
+                                            "--train-dep", str(tmp_path / "a.conll")]))
+    labels = Dictionary.load(str(tmp_path / "bin" / "dict.labels.txt"))
+    got = {labels[i] for i in range(labels.nspecial, len(labels))}
+    assert got == {"S", "NP", "VP", "S+VP", "FRAG", "INTJ"}
+    rels = Dictionary.load(str(tmp_path / "bin" / "dict.rels.txt"))
+    assert {rels[i] for i in range(rels.nspecial, len(rels))} == {"nsubj", "root", "aux", "xcomp", "punct"}
+    assert rep["splits"]["train"]["spans"] == 7  # NP, VP(go), S+VP, VP, S; INTJ, FRAG

@@ -218,9 +218,10 @@ def binarize(args) -> dict:
                 d["labels"].add_symbol(lab)
             for r in t.relations or []:
                 d["rels"].add_symbol(r)
-    d["words"].finalize(threshold=args.word_threshold)
+    # padding_factor=1: no "madeupword" fillers, which would become phantom labels and label heads
+    d["words"].finalize(threshold=args.word_threshold, padding_factor=1)
     for k in ("tags", "chars", "labels", "rels"):
-        d[k].finalize()
+        d[k].finalize(padding_factor=1)
     for k, dic in d.items():
         dic.save(os.path.join(args.destdir, f"dict.{k}.txt"))
     report = {"command": " ".join(sys.argv), "dependencies": any(with_dep.values()), "splits": {},

@@ -148,7 +148,7 @@ class LALParserModel(BaseFairseqModel):
         return cls(args, task.dicts, task.num_labels, task.num_relations)
 
     def max_positions(self):
-        return self.args.max_positions - 2
+        return self.args.max_positions  # tokens, BOS and EOS included (as the dataset's sizes)
 
     def extra_content(self, src_tokens: Tensor) -> Optional[Tensor]:
         """Hook for a pretrained encoder's word vectors ([B, T, d_content], added to the content); None here."""
@@ -257,7 +257,8 @@ def lal_parser_small(args):
     """A CPU-sized parser for the PTB sample."""
     for name, value in (("d_content", 128), ("d_position", 128), ("encoder_layers", 2), ("attention_heads", 4),
                         ("d_kv", 32), ("d_ff", 512), ("lal_d_kv", 32), ("lal_d_proj", 32), ("lal_d_ff", 512),
-                        ("label_hidden", 128), ("d_biaffine", 256), ("d_rel", 64), ("d_char", 32)):
+                        ("label_hidden", 128), ("d_biaffine", 256), ("d_rel", 64), ("d_char", 32),
+                        ("lal_tied_hidden", 8)):
         _set(args, name, value)
     lal_parser_base(args)
 

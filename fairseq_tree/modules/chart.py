@@ -72,7 +72,7 @@ def cky(label_scores: Tensor, lengths: Tensor, gold: Optional[Tensor] = None,
         chart[:, w, i] = span
     scores = chart[torch.arange(B, device=s.device), lengths, 0]
     # back-pointers on the CPU
-    split_c, lab_c, empty_c = split.cpu().tolist(), best_label.cpu(), use_empty.cpu()
+    split_c, lab_c, empty_c = split.cpu().numpy(), best_label.cpu().numpy(), use_empty.cpu().numpy()
     out: List[List[Span3]] = []
     for b in range(B):
         nb = int(lengths[b])
@@ -87,7 +87,7 @@ def cky(label_scores: Tensor, lengths: Tensor, gold: Optional[Tensor] = None,
                 continue
             stack.append((i0, j0, True))
             if j0 - i0 > 1:
-                k0 = split_c[b][j0 - i0][i0]
+                k0 = int(split_c[b, j0 - i0, i0])
                 stack.append((k0, j0, False))
                 stack.append((i0, k0, False))
         out.append(spans)
@@ -173,7 +173,7 @@ def eisner(arc_scores: Tensor, lengths: Tensor) -> Tuple[Tensor, Tensor]:
         # one child of the root: a complete root span (0, w) is only usable as the whole sentence
         Cr[:, 0, w] = torch.where(lengths.eq(w), Cr[:, 0, w], torch.full_like(Cr[:, 0, w], NEG))
     scores = Cr[torch.arange(B, device=dev), 0, lengths]
-    bpc = {k: v.cpu().tolist() for k, v in bp.items()}
+    bpc = {k: v.cpu().numpy() for k, v in bp.items()}
     heads = torch.zeros(B, N1, dtype=torch.long)
     for b in range(B):
         nb = int(lengths[b])
@@ -182,7 +182,7 @@ def eisner(arc_scores: Tensor, lengths: Tensor) -> Tuple[Tensor, Tensor]:
             kind, i0, j0 = stack.pop()
             if i0 == j0:
                 continue
-            r0 = bpc[kind][b][i0][j0]
+            r0 = int(bpc[kind][b, i0, j0])
             if kind == "Cr":
                 heads[b, r0] = i0
                 stack += [("Ir", i0, r0), ("Cr", r0, j0)]

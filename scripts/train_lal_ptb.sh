@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Train and evaluate the LAL parser on the PTB sample (CPU), in up to four settings: POS tags in or not,
+# label heads tied to labels or not. Model selection on wsj22 (valid subset, labeled span F1 in the loop);
+# final EVALB-rule F1 / UAS / LAS with fairseq-tree-parse on ptb_sample/valid (gold tags) and wsj22 (its
+# predicted tags; models trained --no-pos-tags predict their own).
+#
+#   scripts/train_lal_ptb.sh [SHARED=../shared] [WORK=work/lal_ptb]
+#   env: MINUTES=5 (training time per setting), ARCH=lal_parser_small,
+#        CONFIGS="tags_untied tags_tied notags_untied notags_tied", EXTRA="..." (more fairseq-train flags)
+#
+# Writes WORK/data-bin (binarized: train = ptb_sample/train + .conllu, valid = wsj22 + .sd.conll,
+# test = ptb_sample/valid + .conllu), WORK/ckpt_CONFIG/, WORK/parse_CONFIG_{ptbvalid,wsj22}.{trees,conllu},
+# WORK/results.md (one table row per setting) and WORK/attention_CONFIG.png.
+set -euo pipefail
+SHARED=${1:-../shared}
+WORK=${2:-work/lal_ptb}
+MINUTES=${MINUTES:-5}
+ARCH=${ARCH:-lal_parser_small}
+CONFIGS=${CONFIGS:-"tags_untied tags_tied notags_untied notags_tied"}
+EXTRA=${EXTRA:-}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
+PY=${PYTHON:-python}
+D=$SHARED/data
+mkdir -p "$WORK"
+if [ ! -f "$WORK/data-bin/parsing.json" ]; then
+  $PY -m fairseq_tree.data.parsing_data --destdir "$WORK/data-bin" \
+    --train "$D/ptb_sample/train.mrg" --train-dep "$D/ptb_sample/train.conllu" \
+    --valid "$D/wsj22/wsj22.mrg" --valid-dep "$D/wsj22/wsj22.sd.conll" \
+    --test "$D/ptb_sample/valid.mrg" --test-dep "$D/ptb_sample/valid.conllu"
+fi
+HOURS=$($PY -c "print($MINUTES / 60)")
+[ -f "$WORK/results.md" ] || printf '| setting | arch | updates | ptb_sample/valid F1 | UAS | LAS | wsj22 F1 | UAS | LAS |\n|---|---|---|---|---|---|---|---|---|\n' > "$WORK/results.md"
+for C in $CONFIGS; do
+  FLAGS=""
+  case $C in *notags*) FLAGS="$FLAGS --no-pos-tags";; esac
+  case $C in *_tied) FLAGS="$FLAGS --lal-tie-heads";; esac
+  CK=$WORK/ckpt_$C
+  fairseq-train "$WORK/data-bin" --user-dir fairseq_tree --task constituency_parsing --arch "$ARCH" $FLAGS \
+    --criterion span_hinge_dependency --optimizer adam --adam-betas '(0.9,0.98)' --lr 2e-3 \
+    --lr-scheduler inverse_sqrt --warmup-updates 100 --clip-norm 5 --max-tokens 1000 --max-positions 152 --cpu --seed 1 \
+    --max-epoch 1000 --stop-time-hours "$HOURS" --save-dir "$CK" --no-epoch-checkpoints \
+    --best-checkpoint-metric f1 --maximize-best-checkpoint-metric --validate-interval-updates 150 --skip-invalid-size-inputs-valid-test \
+    --save-interval-updates 150 --keep-interval-updates 1 --log-format simple --log-interval 20 $EXTRA \
+    > "$WORK/train_$C.log" 2>&1
+  UPD=$(grep -o 'num_updates [0-9]*' "$WORK/train_$C.log" | tail -1 | awk '{print $2}')
+  for S in ptbvalid wsj22; do
+    if [ $S = ptbvalid ]; then IN=$D/ptb_sample/valid.mrg; DEP=$D/ptb_sample/valid.conllu; else IN=$D/wsj22/wsj22.mrg; DEP=$D/wsj22/wsj22.sd.conll; fi
+    PLOT=""; [ $S = ptbvalid ] && PLOT="--plot"
+    $PY -m fairseq_tree.evaluation.parse_cli --path "$CK/checkpoint_best.pt" --input "$IN" --gold "$IN" \
+      --gold-dep "$DEP" --output "$WORK/parse_${C}_$S" $PLOT | tail -1 > "$WORK/scores_${C}_$S.json"
+  done
+  [ -f "$WORK/parse_${C}_ptbvalid.attention.png" ] && mv "$WORK/parse_${C}_ptbvalid.attention.png" "$WORK/attention_$C.png"
+  $PY - "$WORK" "$C" "$ARCH" "$UPD" >> "$WORK/results.md" <<'PYEOF'
+import json, sys
+w, c, arch, upd = sys.argv[1:5]
+s = [json.load(open(f"{w}/scores_{c}_{x}.json")) for x in ("ptbvalid", "wsj22")]
+print(f"| {c} | {arch} | {upd} | " + " | ".join(f"{d['f1']:.2f} | {d['uas']:.2f} | {d['las']:.2f}" for d in s) + " |")
+PYEOF
+  tail -1 "$WORK/results.md"
+done
+cat "$WORK/results.md"
