@@ -63,7 +63,7 @@ wait
 for job in "${jobs_list[@]}"; do
   set -- $job
   dir=$WORK/ckpt/$1_s$2
-  fairseq-generate "$3" --user-dir "$REPO/fairseq_tree" --task "$4" --path "$dir/checkpoint_best.pt" \
+  fairseq-generate "$3" --user-dir "$REPO/fairseq_tree" --task "$4" -s en -t de --path "$dir/checkpoint_best.pt" \
     --gen-subset test --beam 5 --batch-size 128 --remove-bpe --tokenizer moses --scoring sacrebleu \
     "${DEV_FLAGS[@]}" > "$dir/test.gen" 2>&1
 done
