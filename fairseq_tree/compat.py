@@ -7,9 +7,17 @@
   ``weights_only=True`` explicitly (stanza) keep it. As before torch 2.6, only load trusted checkpoints.
 * numpy 2 removed ``np.compat``; fairseq still uses ``np.compat.long`` in ``TokenBlockDataset``
   (``--sample-break-mode eos``) and ``LanguagePairDataset(num_buckets > 0)``.
+* fairseq's ``BufferedIterator`` prefetches batches in a daemon thread. When training stops in the
+  middle of an epoch (``--max-update``), the main thread exits while that thread is still inside
+  torch, and the process aborts at interpreter shutdown ("terminate called without an active
+  exception", exit 134) after everything was saved. An ``atexit`` hook stops and joins those threads
+  first; the thread's loop gains a stop check, nothing else changes.
 """
 
+import atexit
 import os
+import queue
+import threading
 import types
 import warnings
 
@@ -24,3 +32,52 @@ def apply() -> None:
         np.compat.long  # noqa: B018
     except AttributeError:
         np.compat = types.SimpleNamespace(long=np.int64)
+
+    _stop_prefetch_threads_at_exit()
+
+
+def _stop_prefetch_threads_at_exit() -> None:
+    from fairseq.data import iterators
+
+    consumer = iterators.BackgroundConsumer
+    if getattr(consumer, "_fairseq_tree_stoppable", False):
+        return
+
+    def run(self):
+        if self.cuda_device is not None:
+            import torch
+
+            torch.cuda.set_device(self.cuda_device)
+        try:
+            for item in self._source:
+                if getattr(self, "_fairseq_tree_stop", False):
+                    return
+                self._queue.put(item)
+                self.count += 1
+                if self._max_len is not None and self.count >= self._max_len:
+                    break
+            self._queue.put(iterators._sentinel)
+        except Exception as e:
+            self._queue.put(e)
+
+    consumer.run = run
+    consumer._fairseq_tree_stoppable = True
+    atexit.register(_join_prefetch_threads)
+
+
+def _join_prefetch_threads(timeout: float = 60.0) -> None:
+    from fairseq.data.iterators import BackgroundConsumer
+
+    for t in threading.enumerate():
+        if not isinstance(t, BackgroundConsumer) or not t.is_alive():
+            continue
+        t._fairseq_tree_stop = True  # not `_stop`: Thread has a private _stop() method
+        waited = 0.0
+        while t.is_alive() and waited < timeout:
+            try:  # a full queue blocks the thread in put(): drain it
+                while True:
+                    t._queue.get_nowait()
+            except queue.Empty:
+                pass
+            t.join(0.05)
+            waited += 0.05
