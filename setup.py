@@ -23,6 +23,7 @@ setup(
     entry_points={
         "console_scripts": [
             "fairseq-tree-preprocess = preprocess.cli:cli_main",
+            "fairseq-tree-parse = fairseq_tree.evaluation.parse_cli:cli_main",
         ]
     },
 )

@@ -8,6 +8,6 @@ from fairseq_tree import compat as _compat
 
 _compat.apply()
 
-from fairseq_tree import models, tasks  # noqa: E402,F401  (registration)
+from fairseq_tree import criterions, models, tasks  # noqa: E402,F401  (registration)
 
 __version__ = "0.1.0"

@@ -37,8 +37,15 @@ def get_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("tokenization, parsing, subwords")
     g.add_argument("--tokenize", choices=["moses", "none"], default="moses",
                    help="moses: sacremoses (PTB conventions on the source side); none: split on whitespace")
-    g.add_argument("--parser", choices=["stanza", "given"], default="stanza",
-                   help="given: trees are read, one bracketed tree per line, from SRC files or --trees-dir")
+    g.add_argument("--parser", choices=["stanza", "lal", "given"], default="stanza",
+                   help="stanza: stanza's constituency parser; lal: our Label Attention Layer parser "
+                        "(--parser-model); given: trees are read, one bracketed tree per line, from SRC files "
+                        "or --trees-dir")
+    g.add_argument("--parser-model", metavar="CKPT",
+                   help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags)")
+    g.add_argument("--parser-data", metavar="DIR",
+                   help="with --parser lal: the data-bin the checkpoint was trained on (its dictionaries); "
+                        "default: the directory recorded in the checkpoint")
     g.add_argument("--trees-dir", metavar="DIR",
                    help="with --parser given: read DIR/{split}.SRC.trees (e.g. a previous run's destdir) and "
                         "check their leaves against the tokenized SRC text")
@@ -76,6 +83,10 @@ def cli_main(argv=None) -> int:
     args = get_parser().parse_args(argv)
     if args.bpe_codes and args.bpe_merges:
         get_parser().error("give --bpe-codes or --bpe-merges, not both")
+    if args.parser == "lal" and not args.parser_model:
+        get_parser().error("--parser lal needs --parser-model CKPT")
+    if args.parser_model and args.parser != "lal":
+        get_parser().error("--parser-model only goes with --parser lal")
     if args.trees_dir and args.parser != "given":
         get_parser().error("--trees-dir only goes with --parser given")
     if args.workers < 1 or args.shard_size < 1:

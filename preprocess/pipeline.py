@@ -142,7 +142,7 @@ def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> C
 def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
-            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain"]
+            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "parser_model", "parser_data"]
     desc = {k: getattr(args, k, None) for k in keys}
     desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
                      for split, roles in files.items()}
@@ -261,6 +261,8 @@ def run(args) -> dict:
 
 
 def parser_options(args) -> dict:
+    if args.parser == "lal":
+        return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size}
     if args.parser != "stanza":
         return {}
     return {"pos_model": args.stanza_pos_model, "constituency_model": args.stanza_constituency_model,

@@ -69,14 +69,19 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     assert (fifty / "out" / "t.attention.png").stat().st_size > 1000
 
 
-def test_lal_backend_parses_raw_tokens(fifty):
-    """A --no-pos-tags, tied-heads, no-PWFF model (the paper's interpretable setting) as a pipeline backend."""
+@pytest.fixture(scope="module")
+def notags_ckpt(fifty):
+    """A --no-pos-tags, tied-heads, no-PWFF model (the paper's interpretable setting)."""
+    return _train(fifty, fifty / "ckpt_notags", 3, "--no-pos-tags", "--lal-tie-heads", "--lal-no-pwff")
+
+
+def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
+    """The model as a pipeline backend: predicted tags, one line per tree, ParseError names the sentence."""
     from fairseq_tree.data.parsing_data import read_parse_trees
     from fairseq_tree.trees import tree_from_brackets
     from preprocess.parsers.lal_parser import LALBackend
 
-    ckpt = _train(fifty, fifty / "ckpt_notags", 3, "--no-pos-tags", "--lal-tie-heads", "--lal-no-pwff")
-    backend = LALBackend.from_options(model=str(ckpt), batch_size=7)
+    backend = LALBackend.from_options(model=str(notags_ckpt), batch_size=7)
     gold = list(read_parse_trees(str(fifty / "t.mrg")))[:12]
     sents = [[{"(": "-LRB-", ")": "-RRB-"}.get(w, w) for w in t.words] for t in gold] + [["Unseen", "wordz", "."]]
     out = backend.parse(sents)
@@ -90,3 +95,32 @@ def test_lal_backend_parses_raw_tokens(fifty):
     with pytest.raises(ParseError) as e:
         backend.parse([["a"], []])
     assert e.value.index == 1
+
+
+def test_preprocess_with_parser_lal(fifty, notags_ckpt, tmp_path):
+    """fairseq-tree-preprocess --parser lal (2 worker processes, each loading the checkpoint) writes the trees the
+    backend gives when called directly on the same tokens in one batch of another size."""
+    from fairseq_tree.trees import read_tree_lines
+    from preprocess.parsers.lal_parser import LALBackend
+    from preprocess.text import Tokenizer
+
+    m30k = SHARED / "data" / "multi30k"
+    for lang in ("en", "de"):
+        lines = (m30k / f"train.{lang}").read_text(encoding="utf-8").splitlines()[:40]
+        (tmp_path / f"train.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _run(BIN / "fairseq-tree-preprocess", "-s", "en", "-t", "de", "--trainpref", tmp_path / "train",
+         "--destdir", tmp_path / "bin", "--joined-dictionary", "--workers", "2", "--shard-size", "15",
+         "--parser", "lal", "--parser-model", notags_ckpt, "--parse-batch-size", "4", "--bpe-merges", "100")
+    report = json.loads((tmp_path / "bin" / "preprocess.json").read_text())
+    assert report["splits"]["train"]["sentences"] == 40
+    trees = (tmp_path / "bin" / "train.en.trees").read_text(encoding="utf-8").splitlines()
+    tok = Tokenizer("moses", "en", ptb=True)
+    words = [tok(x) for x in (tmp_path / "train.en").read_text(encoding="utf-8").splitlines()]
+    assert [t.words for t in read_tree_lines(str(tmp_path / "bin" / "train.en.trees"))] == words
+    direct = LALBackend.from_options(model=str(notags_ckpt), batch_size=64).parse(words)
+    assert trees == [" ".join(b.split()) for b in direct]
+    for ext in ("bin", "idx"):
+        assert (tmp_path / "bin" / f"train.en-de.en.spans.{ext}").stat().st_size > 0
+    with pytest.raises(AssertionError, match="--parser-model"):
+        _run(BIN / "fairseq-tree-preprocess", "-s", "en", "-t", "de", "--trainpref", tmp_path / "train",
+             "--destdir", tmp_path / "bin2", "--parser", "lal", "--bpe-merges", "100")

@@ -21,7 +21,10 @@ class ParseError(Exception):
         return f"sentence {self.index} of the batch: {self.message}"
 
 
-BACKENDS = {"stanza": "preprocess.parsers.stanza_parser:StanzaParser"}
+BACKENDS = {
+    "stanza": "preprocess.parsers.stanza_parser:StanzaParser",
+    "lal": "preprocess.parsers.lal_parser:LALBackend",
+}
 
 
 def get_parser_class(name: str):
