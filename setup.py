@@ -24,6 +24,7 @@ setup(
         "console_scripts": [
             "fairseq-tree-preprocess = preprocess.cli:cli_main",
             "fairseq-tree-parse = fairseq_tree.evaluation.parse_cli:cli_main",
+            "fairseq-tree-induce = fairseq_tree.evaluation.induce_cli:cli_main",
         ]
     },
 )

@@ -1,0 +1,97 @@
+"""Text for unsupervised tree induction: one sentence of words per line, as the literature's models see it.
+
+The unsupervised-parsing papers train and evaluate on words only (Mikolov's PTB text; Wang et al. and
+Shen et al. both): punctuation removed, lower-cased, every word containing a digit replaced by ``N``.
+The same normalisation must be applied to the training text and to the words of the treebank the
+induced trees are scored on, so both go through :func:`normalize_word` here.
+
+* treebank sentences (``.mrg``): the leaves whose POS tag is in :data:`WORD_TAGS` (the evaluation's
+  word-tag list: punctuation, ``$``, ``#`` and ``-NONE-`` go);
+* raw text (e.g. Multi30k captions): sacremoses with PTB conventions (as ``fairseq-tree-preprocess``
+  tokenizes source text for the parser), then tokens without a letter or digit (punctuation) dropped.
+
+CLI (writes one file, reports counts on stderr)::
+
+    python -m fairseq_tree.data.induction_text --out train.txt --treebank train.mrg wsj22.mrg \\
+        --text multi30k/train.en [--keep-case] [--keep-digits]
+"""
+
+import argparse
+import re
+import sys
+from typing import Iterable, Iterator, List, Sequence
+
+from fairseq_tree.trees import read_treebank
+
+#: POS tags of words (eval_protocol.md; ON-LSTM / Tree Transformer / StructFormer evaluation code).
+WORD_TAGS = frozenset(
+    "CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD VBG "
+    "VBN VBP VBZ WDT WP WP$ WRB".split())
+
+_DIGIT = re.compile(r"\d")
+_WORDLIKE = re.compile(r"\w")
+
+
+def normalize_word(word: str, lowercase: bool = True, digits: bool = True) -> str:
+    """``lowercase``: lower-case; ``digits``: a word containing a digit becomes ``N`` (Mikolov's PTB)."""
+    if digits and _DIGIT.search(word):
+        return "N"
+    return word.lower() if lowercase else word
+
+
+def word_positions(tags: Sequence[str]) -> List[int]:
+    """Indices of the leaves whose tag is a word tag, in order."""
+    return [i for i, t in enumerate(tags) if t in WORD_TAGS]
+
+
+def treebank_sentences(path: str, lowercase: bool = True, digits: bool = True) -> Iterator[List[str]]:
+    """The word sequence of every tree of a (multi-line) .mrg file, punctuation removed, normalised.
+    Sentences left with no word are yielded empty (callers decide; the scorer skips them)."""
+    for _, tree in read_treebank(path):
+        yield [normalize_word(tree.words[i], lowercase, digits) for i in word_positions(tree.tags)]
+
+
+def text_sentences(lines: Iterable[str], lowercase: bool = True, digits: bool = True,
+                   tokenize: str = "moses") -> Iterator[List[str]]:
+    """Raw text lines -> word lists (PTB-style tokens, punctuation-only tokens dropped, normalised)."""
+    from preprocess.text import Tokenizer
+
+    tok = Tokenizer(tokenize, "en", ptb=True)
+    for line in lines:
+        yield [normalize_word(t, lowercase, digits) for t in tok(line.strip()) if _WORDLIKE.search(t)]
+
+
+def cli_main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, help="output text file, one sentence per line")
+    p.add_argument("--treebank", nargs="*", default=[], help=".mrg files: their words (by POS tag)")
+    p.add_argument("--text", nargs="*", default=[], help="raw text files, one sentence per line")
+    p.add_argument("--tokenize", choices=["moses", "none"], default="moses", help="for --text files")
+    p.add_argument("--keep-case", action="store_true")
+    p.add_argument("--keep-digits", action="store_true")
+    p.add_argument("--min-words", type=int, default=1, help="drop (and count) shorter sentences")
+    args = p.parse_args(argv)
+    norm = dict(lowercase=not args.keep_case, digits=not args.keep_digits)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        for path in args.treebank + args.text:
+            if path in args.treebank:
+                sents = treebank_sentences(path, **norm)
+            else:
+                sents = text_sentences(open(path, encoding="utf-8"), tokenize=args.tokenize, **norm)
+            kept = dropped = 0
+            for words in sents:
+                if len(words) < args.min_words:
+                    dropped += 1
+                    continue
+                out.write(" ".join(words) + "\n")
+                kept += 1
+            print(f"{path}: {kept} sentences written, {dropped} with fewer than {args.min_words} words "
+                  f"dropped", file=sys.stderr)
+    import os
+
+    os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,226 @@
+"""``fairseq-tree-induce``: induce trees (and dependencies) with a ``tree_induction`` checkpoint, score them as
+the unsupervised-parsing literature does, next to the trivial baselines, and draw the model's structure.
+
+    fairseq-tree-induce --path ckpt/checkpoint_best.pt --treebank wsj22.mrg [--deps wsj22.sd.conll] \\
+        --out out/wsj22 [--plot 3] [--opt min_layer=2 --opt method=greedy] [--data DIR] [--no-perplexity]
+
+Reads the gold treebank with :func:`fairseq_tree.evaluation.unsupervised.read_gold` (punctuation removed,
+words normalised as the training text: lower-cased, digits -> ``N``; ``--keep-case``/``--keep-digits``
+otherwise), feeds the words to ``model.induce`` in length-sorted batches and writes, in treebank order:
+
+* ``OUT/trees.txt``: one bracketed induced tree per sentence over the raw (unnormalised) words
+  (a sentence with no word after punctuation removal gets an empty line);
+* ``OUT/deps.conllu``: induced heads (models that induce dependencies, e.g. ``structformer``);
+* ``OUT/scores.json`` and a table on stdout: UF1 (sentence-level mean and corpus-level), recall per gold
+  label, UAS / UUAS with ``--deps``, masked-word perplexity (Wang et al.: every word masked once) and the
+  left / right / balanced / random baselines on the same sentences with the same scorer;
+* with ``--plot N``: ``OUT/plots/sent{k}_*.png`` for the first N sentences of >= 2 words: the constituent
+  prior per layer (constituent attention), the dependency distribution (StructFormer), the induced tree.
+
+``--opt KEY=VALUE`` is passed to ``model.induce`` (e.g. ``method=greedy``, ``min_layer=2``, ``threshold=0.7``
+for ``constituent_transformer``; ``method=joint`` for ``structformer``); values are parsed as Python literals.
+"""
+
+import argparse
+import ast
+import json
+import logging
+import os
+import sys
+import time
+from typing import Dict, List, Optional
+
+import torch
+
+logger = logging.getLogger("fairseq_tree.induce")
+
+
+def parse_opts(items: List[str]) -> Dict[str, object]:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SystemExit(f"--opt {item!r}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value  # a bare string such as method=greedy
+    return out
+
+
+def load(path: str, data: Optional[str] = None, device: str = "cpu"):
+    """-> (model in eval mode, task) from a ``tree_induction`` checkpoint."""
+    import fairseq_tree  # noqa: F401  (registers task, models, compat shims)
+    from fairseq import checkpoint_utils
+
+    overrides = {"data": data} if data else {}
+    # the checkpoint's --eval-treebank is not needed here (and may not exist on this machine)
+    overrides.update(eval_treebank=None, eval_deps=None)
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+    return models[0].to(device).eval(), task
+
+
+def encode(task, words: List[str]) -> torch.Tensor:
+    """word list -> ``<s> w.. </s>`` ids."""
+    d = task.source_dictionary
+    body = d.encode_line(" ".join(words), add_if_not_exist=False, append_eos=True).long()
+    return torch.cat([body.new_tensor([d.bos()]), body])
+
+
+@torch.no_grad()
+def induce_all(model, task, sentences: List[List[str]], batch_size: int = 64, keep_maps: int = 0,
+               device: str = "cpu", **opts):
+    """Induce every sentence (length-sorted batches). -> (spans, heads or None, maps of the first ``keep_maps``
+    sentences as {k: {name: tensor [..., n, n]}})."""
+    from fairseq.data import data_utils
+
+    pad = task.source_dictionary.pad()
+    spans: List[Optional[list]] = [None] * len(sentences)
+    heads: List[Optional[list]] = [None] * len(sentences)
+    maps: Dict[int, Dict[str, torch.Tensor]] = {}
+    order = sorted((k for k in range(len(sentences)) if sentences[k]), key=lambda k: len(sentences[k]))
+    has_heads = False
+    for a in range(0, len(order), batch_size):
+        idx = order[a:a + batch_size]
+        toks = [encode(task, sentences[k]) for k in idx]
+        src = data_utils.collate_tokens(toks, pad, left_pad=False).to(device)
+        lengths = torch.tensor([len(t) for t in toks], device=device)
+        want = any(k < keep_maps for k in idx)
+        s = model.induce(src, lengths, maps=want, **opts)
+        for b, k in enumerate(idx):
+            n = len(sentences[k])
+            if int(s.lengths[b]) != n:
+                raise RuntimeError(f"sentence {k + 1}: model saw {int(s.lengths[b])} words, expected {n}")
+            spans[k] = s.spans[b]
+            if s.heads is not None:
+                heads[k], has_heads = s.heads[b], True
+            if k < keep_maps:
+                maps[k] = {name: m[b][..., :n, :n] if m.dim() >= 3 else m[b][..., : max(n - 1, 0)]
+                           for name, m in s.maps.items()}
+    empty = [k for k in range(len(sentences)) if not sentences[k]]
+    for k in empty:
+        spans[k], heads[k] = [], []
+    return spans, (heads if has_heads else None), maps
+
+
+def format_table(result: dict) -> str:
+    rows = [("model", result["model"])] + [(name, b) for name, b in result["baselines"].items()
+                                           if "sentence_f1" in b]
+    lines = [f"{'':<10} {'UF1':>6} {'corpus':>7}" + "".join(f" {lab:>6}" for lab in result["labels"]) +
+             f" {'UAS':>6} {'UUAS':>6}"]
+    for name, r in rows:
+        rec = r.get("label_recall", {})
+        att = r.get("attachment", {})
+        cells = "".join(f" {rec[lab]['recall']:6.1f}" if lab in rec else f" {'':>6}" for lab in result["labels"])
+        lines.append(f"{name:<10} {r['sentence_f1']:6.1f} {r['corpus_f1']:7.1f}{cells}"
+                     f" {att.get('uas', float('nan')):6.1f} {att.get('uuas', float('nan')):6.1f}")
+    for name in ("left_chain", "right_chain"):
+        if name in result["baselines"]:
+            att = result["baselines"][name]
+            lines.append(f"{name:<10} {'':>6} {'':>7}" + " " * 7 * len(result["labels"]) +
+                         f" {att['uas']:6.1f} {att['uuas']:6.1f}")
+    if result.get("perplexity"):
+        lines.append(f"masked-word perplexity (each word masked once): {result['perplexity']['perplexity']:.2f} "
+                     f"over {result['perplexity']['words']} words")
+    return "\n".join(lines)
+
+
+def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str, torch.Tensor]) -> List[str]:
+    from fairseq_tree.evaluation import plotting
+
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    priors = {name: m for name, m in maps.items() if name.startswith("prior_layer")}
+    if priors:
+        path = os.path.join(out_dir, f"sent{k + 1}_prior.png")
+        plotting.plot_prior_layers(priors, words, path)
+        written.append(path)
+    if "dependency" in maps:
+        path = os.path.join(out_dir, f"sent{k + 1}_dependency.png")
+        plotting.plot_dependency(maps["dependency"], words, path)
+        written.append(path)
+    path = os.path.join(out_dir, f"sent{k + 1}_tree.png")
+    plotting.plot_tree(spans, words, path)
+    written.append(path)
+    return written
+
+
+def main(args) -> dict:
+    from fairseq_tree.evaluation import unsupervised as U
+
+    t0 = time.time()
+    gold = U.read_gold(args.treebank, args.deps, lowercase=not args.keep_case, digits=not args.keep_digits)
+    model, task = load(args.path, args.data, args.device)
+    sentences = [g.words for g in gold]
+    result = {"checkpoint": args.path, "treebank": args.treebank, "deps": args.deps, "sentences": len(gold),
+              "induce_options": parse_opts(args.opt), "labels": list(U.PAPER_LABELS)}
+    os.makedirs(args.out, exist_ok=True)
+    if args.no_structure or not hasattr(model, "induce"):
+        if not args.no_structure:
+            raise SystemExit(f"{args.path}: {type(model).__name__} induces no structure (a plain mlm_transformer?): "
+                             f"add --no-structure for its perplexity only")
+        result["perplexity"] = U.masked_word_perplexity(model, task.source_dictionary,
+                                                        [s for s in sentences if s], device=args.device)
+        U._atomic_write(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
+        print(f"masked-word perplexity (each word masked once): {result['perplexity']['perplexity']:.2f} "
+              f"over {result['perplexity']['words']} words")
+        return result
+    if not args.plot:
+        keep = 0
+    else:  # maps of the first N sentences with >= 2 words
+        multi = [k for k, s in enumerate(sentences) if len(s) >= 2][: args.plot]
+        keep = multi[-1] + 1 if multi else 0
+    spans, heads, maps = induce_all(model, task, sentences, args.batch_size, keep, args.device,
+                                    **parse_opts(args.opt))
+    raw = [g.raw_words for g in gold]
+    U._atomic_write(os.path.join(args.out, "trees.txt"),
+                    "".join((U.spans_to_brackets(s, w) if w else "") + "\n" for s, w in zip(spans, raw)))
+    if heads is not None:
+        U.write_conllu(os.path.join(args.out, "deps.conllu"), raw, heads, [g.tags for g in gold])
+    scores = U.evaluate(gold, spans, heads if heads is not None and args.deps else None)
+    model_row = dict(scores["uf1"], label_recall=scores["label_recall"])
+    if "attachment" in scores:
+        model_row["attachment"] = scores["attachment"]
+    result.update(model=model_row, baselines=U.baseline_scores(gold))
+    if not args.no_perplexity:
+        result["perplexity"] = U.masked_word_perplexity(model, task.source_dictionary,
+                                                        [s for s in sentences if s], device=args.device)
+    if args.plot:
+        plots = []
+        for k in sorted(maps):
+            if len(sentences[k]) >= 2:
+                plots += plot_sentence(os.path.join(args.out, "plots"), k, raw[k], spans[k], maps[k])
+        result["plots"] = plots
+    result["seconds"] = round(time.time() - t0, 1)
+    U._atomic_write(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
+    print(format_table(result))
+    return result
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fairseq-tree-induce", description=__doc__.split("\n\n")[0])
+    p.add_argument("--path", required=True, help="tree_induction checkpoint (constituent_transformer, structformer)")
+    p.add_argument("--treebank", required=True, help="gold .mrg treebank (its words are parsed)")
+    p.add_argument("--deps", help="gold dependencies (.conllu / .conll) of the same sentences: UAS / UUAS")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--data", help="training data directory (dict.txt), if not where the checkpoint says")
+    p.add_argument("--plot", type=int, default=0, metavar="N", help="draw the first N sentences (PNG)")
+    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="option of model.induce")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--keep-case", action="store_true", help="as the training text's normalisation")
+    p.add_argument("--keep-digits", action="store_true", help="as the training text's normalisation")
+    p.add_argument("--no-perplexity", action="store_true", help="skip the masked-word perplexity")
+    p.add_argument("--no-structure", action="store_true",
+                   help="perplexity only (the plain mlm_transformer baseline, which induces nothing)")
+    p.add_argument("--device", default="cpu")
+    return p
+
+
+def cli_main(argv=None) -> None:
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stderr)
+    main(get_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,200 @@
+"""Task ``tree_induction``: masked-LM training of unsupervised parsers (constituent attention, Wang et al. 2019;
+StructFormer, Shen et al. 2021) and of the plain ``mlm_transformer`` baseline under the same data and loss.
+
+Data: ``fairseq-preprocess --only-source`` on plain text, one sentence of words per line (``dict.txt``,
+``{split}.bin/.idx``); ``python -m fairseq_tree.data.induction_text`` writes such text from treebanks and raw
+text with the literature's normalisation. One sentence per sample, ``<s> w_1 .. w_n </s>``, never packed
+(:mod:`fairseq_tree.data.masked_sentence_dataset`). Trees are over the tokens, so the text must have one token
+per word: run no BPE. A user who wants subwords gets trees over subwords; to score them against a treebank,
+merge each word's pieces first (not done here).
+
+Masking: ``--mask-prob``, ``--leave-unmasked-prob``, ``--random-token-prob``; unset values take the paper's
+defaults of the model being trained: 0.15 BERT-style (0.1 kept, 0.1 random) for constituent attention and
+``mlm_transformer``, 0.3 always ``<mask>`` for ``structformer``. BOS, EOS, padding and ``<unk>`` are never
+masked; masks are seeded by (``--seed``, epoch, sentence).
+
+Validation: masked-word perplexity (the criterion's ``ppl``) on the ``valid`` split. With
+``--eval-treebank FILE.mrg [--eval-deps FILE.conllu]`` the ``valid`` split *is* that treebank's words
+(punctuation removed and normalised as the training text), and every validation also parses it with
+``model.induce`` and logs ``uf1`` (sentence-level mean unlabeled F1, the literature's rules, see
+:mod:`fairseq_tree.evaluation.unsupervised`), ``corpus_uf1``, and with dependencies ``uas``/``uuas``: select
+checkpoints with ``--best-checkpoint-metric uf1 --maximize-best-checkpoint-metric``.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import torch
+from fairseq import metrics
+from fairseq.data import Dictionary, ListDataset, data_utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
+
+logger = logging.getLogger(__name__)
+
+#: per-model paper defaults of (mask prob, leave unmasked, random token)
+PAPER_MASKING = {"structformer": MaskPolicy(0.3, 0.0, 0.0)}
+DEFAULT_MASKING = MaskPolicy(0.15, 0.1, 0.1)
+
+
+@dataclass
+class TreeInductionConfig(FairseqDataclass):
+    data: Optional[str] = field(default=None, metadata={
+        "help": "fairseq-preprocess --only-source directory (dict.txt, train.bin/idx, valid.bin/idx)"})
+    mask_prob: Optional[float] = field(default=None, metadata={
+        "help": "fraction of words predicted (default per model: 0.15; structformer 0.3)"})
+    leave_unmasked_prob: Optional[float] = field(default=None, metadata={
+        "help": "of the predicted words, fraction left unchanged (default 0.1; structformer 0)"})
+    random_token_prob: Optional[float] = field(default=None, metadata={
+        "help": "of the predicted words, fraction replaced by a random word (default 0.1; structformer 0)"})
+    max_positions: int = field(default=512, metadata={"help": "longest sentence in tokens (words + BOS + EOS)"})
+    eval_treebank: Optional[str] = field(default=None, metadata={
+        "help": "a .mrg treebank: the valid split becomes its words, and validation logs uf1 (and uas)"})
+    eval_deps: Optional[str] = field(default=None, metadata={
+        "help": "gold dependencies (.conllu) of --eval-treebank, sentence by sentence: logs uas/uuas"})
+    eval_keep_case: bool = field(default=False, metadata={
+        "help": "do not lower-case the treebank's words (match the training text's normalisation)"})
+    eval_keep_digits: bool = field(default=False, metadata={
+        "help": "do not map words containing a digit to N (match the training text's normalisation)"})
+    seed: int = II("common.seed")
+
+
+def score_batch(structure, gold) -> dict:
+    """Counts of one validation batch, summed over batches by ``reduce_metrics``: ``f1_sum``/``f1_count``
+    (sentence-level UF1), ``tp``/``pred``/``gold`` (corpus UF1), and with gold heads and induced heads
+    ``uas_correct``/``uuas_correct``/``dep_total``. Rules of :mod:`fairseq_tree.evaluation.unsupervised`."""
+    from fairseq_tree.evaluation.unsupervised import attachment, scored_spans, sentence_f1
+
+    out = dict(f1_sum=0.0, f1_count=0, tp=0, pred=0, gold=0)
+    for g, spans in zip(gold, structure.spans):
+        n = len(g)
+        if n < 2:
+            continue
+        G, P = scored_spans(g.spans, n), scored_spans(spans, n)
+        out["f1_sum"] += sentence_f1(G, P)
+        out["f1_count"] += 1
+        out["tp"] += len(G & P)
+        out["pred"] += len(P)
+        out["gold"] += len(G)
+    if structure.heads is not None and gold and gold[0].heads is not None:
+        att = attachment([g.heads for g in gold], structure.heads)
+        words = att["words"]
+        out.update(uas_correct=round(att["uas"] * words / 100), uuas_correct=round(att["uuas"] * words / 100),
+                   dep_total=words)
+    return out
+
+
+@register_task("tree_induction", dataclass=TreeInductionConfig)
+class TreeInductionTask(FairseqTask):
+    cfg: TreeInductionConfig
+
+    def __init__(self, cfg: TreeInductionConfig, dictionary: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.add_symbol("<mask>")
+        # one policy object shared by every dataset: build_model fills in the model's defaults
+        self.policy = MaskPolicy(cfg.mask_prob, cfg.leave_unmasked_prob, cfg.random_token_prob)
+        self.eval_gold = None  # list of gold sentences of --eval-treebank, in valid-dataset order
+
+    @classmethod
+    def setup_task(cls, cfg: TreeInductionConfig, **kwargs):
+        if cfg.data is None:
+            raise ValueError("tree_induction: give the data directory (fairseq-preprocess --only-source)")
+        path = os.path.join(cfg.data, "dict.txt")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: missing (run fairseq-preprocess --only-source --destdir {cfg.data})")
+        dictionary = Dictionary.load(path)
+        logger.info("dictionary: %d types", len(dictionary))
+        return cls(cfg, dictionary)
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+    def max_positions(self):
+        return self.cfg.max_positions
+
+    # ------------------------------------------------------------------------------------------- model
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        arch = getattr(cfg, "arch", "") or ""
+        paper = next((p for name, p in PAPER_MASKING.items() if arch.startswith(name)), DEFAULT_MASKING)
+        for name in ("prob", "leave_unmasked", "random_token"):
+            if getattr(self.policy, name) is None:
+                setattr(self.policy, name, getattr(paper, name))
+        self.policy.check()
+        logger.info("masking for %s: %s", arch, self.policy)
+        return model
+
+    # ------------------------------------------------------------------------------------------- data
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        if split == "valid" and self.cfg.eval_treebank:
+            tokens = self._treebank_tokens()
+        else:
+            prefix = os.path.join(self.cfg.data, split)
+            tokens = data_utils.load_indexed_dataset(prefix, self.dictionary, None, combine=combine)
+            if tokens is None:
+                raise FileNotFoundError(f"{prefix}.bin/.idx: split {split!r} not found in {self.cfg.data}")
+        self.datasets[split] = MaskedSentenceDataset(
+            tokens, self.dictionary, self.mask_idx, self.policy, seed=self.cfg.seed,
+            tag="treebank" if split == "valid" and self.cfg.eval_treebank else None)
+        logger.info("%s: %d sentences", split, len(self.datasets[split]))
+
+    def _treebank_tokens(self):
+        from fairseq_tree.evaluation.unsupervised import read_gold
+
+        gold = read_gold(self.cfg.eval_treebank, self.cfg.eval_deps, lowercase=not self.cfg.eval_keep_case,
+                         digits=not self.cfg.eval_keep_digits)
+        kept = [g for g in gold if len(g.words) >= 1]
+        if len(kept) < len(gold):
+            logger.warning("%s: %d of %d sentences have no word after punctuation removal: not evaluated",
+                           self.cfg.eval_treebank, len(gold) - len(kept), len(gold))
+        self.eval_gold = kept
+        toks = [self.dictionary.encode_line(" ".join(g.words), add_if_not_exist=False, append_eos=True).long()
+                for g in kept]
+        unk = sum(int(t.eq(self.dictionary.unk()).sum()) for t in toks)
+        logger.info("%s: %d sentences, %d words, %d unknown to the dictionary", self.cfg.eval_treebank,
+                    len(toks), sum(len(g.words) for g in kept), unk)
+        return ListDataset(toks, np.array([len(t) for t in toks]))
+
+    # ------------------------------------------------------------------------------------------- validation
+    def valid_step(self, sample, model, criterion):
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        if sample.get("tag") == "treebank" and self.eval_gold is not None and hasattr(model, "induce"):
+            structure = model.induce(sample["original_tokens"], sample["net_input"]["src_lengths"], maps=False)
+            gold = [self.eval_gold[i] for i in sample["id"].tolist()]
+            logging_output.update({f"_ev_{k}": v for k, v in score_batch(structure, gold).items()})
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """Sums the counts of :func:`score_batch` over batches (and workers) and derives the scores."""
+        super().reduce_metrics(logging_outputs, criterion)
+        keys = {k for log in logging_outputs for k in log if k.startswith("_ev_")}
+        if not keys:
+            return
+        for k in keys:
+            metrics.log_scalar(k, sum(log.get(k, 0) for log in logging_outputs))
+
+        def ratio(num, den, scale=100.0):
+            def f(meters):
+                d = meters[den].sum if den in meters else 0
+                return round(scale * meters[num].sum / d, 2) if d else 0.0
+            return f
+
+        metrics.log_derived("uf1", ratio("_ev_f1_sum", "_ev_f1_count"))
+        if "_ev_tp" in keys:
+            metrics.log_derived("corpus_uf1", lambda m: round(
+                200.0 * m["_ev_tp"].sum / max(m["_ev_pred"].sum + m["_ev_gold"].sum, 1), 2))
+        if "_ev_uas_correct" in keys:
+            metrics.log_derived("uas", ratio("_ev_uas_correct", "_ev_dep_total"))
+            metrics.log_derived("uuas", ratio("_ev_uuas_correct", "_ev_dep_total"))
