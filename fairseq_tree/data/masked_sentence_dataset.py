@@ -87,7 +87,8 @@ class MaskedSentenceDataset(FairseqDataset):
         self.policy = policy
         self.seed = seed
         self.epoch = 1
-        self._sizes = np.asarray(tokens.sizes) + 1  # + BOS
+        sizes = tokens.sizes if hasattr(tokens, "sizes") else [len(t) for t in tokens]
+        self._sizes = np.asarray(sizes) + 1  # + BOS
 
     def set_epoch(self, epoch, **unused):
         self.epoch = epoch

@@ -10,7 +10,9 @@ otherwise), feeds the words to ``model.induce`` in length-sorted batches and wri
 
 * ``OUT/trees.txt``: one bracketed induced tree per sentence over the raw (unnormalised) words
   (a sentence with no word after punctuation removal gets an empty line);
-* ``OUT/deps.conllu``: induced heads (models that induce dependencies, e.g. ``structformer``);
+* ``OUT/deps.conllu``: induced heads (models that induce dependencies, e.g. ``structformer``), as induced:
+  StructFormer's eq. 17 heads are per-word argmaxes and may contain cycles (counted in ``heads_not_tree``);
+  ``--opt method=joint`` (Algorithm 3) always gives a tree;
 * ``OUT/scores.json`` and a table on stdout: UF1 (sentence-level mean and corpus-level), recall per gold
   label, UAS / UUAS with ``--deps``, masked-word perplexity (Wang et al.: every word masked once) and the
   left / right / balanced / random baselines on the same sentences with the same scorer;
@@ -103,6 +105,16 @@ def induce_all(model, task, sentences: List[List[str]], batch_size: int = 64, ke
     return spans, (heads if has_heads else None), maps
 
 
+def _is_tree(heads) -> bool:
+    from fairseq_tree.trees import check_heads
+
+    try:
+        check_heads(heads)
+        return True
+    except ValueError:
+        return False
+
+
 def format_table(result: dict) -> str:
     rows = [("model", result["model"])] + [(name, b) for name, b in result["baselines"].items()
                                            if "sentence_f1" in b]
@@ -177,6 +189,11 @@ def main(args) -> dict:
                     "".join((U.spans_to_brackets(s, w) if w else "") + "\n" for s, w in zip(spans, raw)))
     if heads is not None:
         U.write_conllu(os.path.join(args.out, "deps.conllu"), raw, heads, [g.tags for g in gold])
+        # eq. 17 heads are per-word argmaxes: they need not form a tree (Algorithm 3, method=joint, always does)
+        result["heads_not_tree"] = sum(not _is_tree(h) for h in heads if h)
+        if result["heads_not_tree"]:
+            logger.warning("%d of %d sentences: induced heads do not form a tree (cycle or no root); deps.conllu "
+                           "keeps them as induced (scored so)", result["heads_not_tree"], len(heads))
     scores = U.evaluate(gold, spans, heads if heads is not None and args.deps else None)
     model_row = dict(scores["uf1"], label_recall=scores["label_recall"])
     if "attachment" in scores:

@@ -1,0 +1,151 @@
+"""PNG figures of induced structure (matplotlib, Agg backend: no display needed).
+
+* :func:`plot_prior_layers`: the constituent prior C of every layer as heat maps, one panel per layer, words on
+  both axes (Wang et al. 2019, Fig. 5);
+* :func:`plot_dependency`: p(parent | word) as a heat map, rows = words, columns = candidate parents
+  (Shen et al. 2021, Fig. 5), an optional ``<root>`` column;
+* :func:`plot_tree`: a binary (or any nested-span) tree drawn with lines, leaves at the bottom.
+
+Inputs are CPU tensors or arrays over the words of one sentence (e.g. ``InducedStructure.maps[name][b, ..., :n,
+:n]``); each function writes ``path`` and returns it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+Span = Tuple[int, int]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no GUI, whatever the environment says
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _array(x) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch tensor, any dtype/device
+        x = x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def plot_prior_layers(maps: Union[Mapping[str, object], Sequence, object], words: Sequence[str], path: str,
+                      cols: int = 4, vmax: Optional[float] = 1.0) -> str:
+    """Heat maps of the constituent prior per layer.
+
+    maps: ``{name: [n, n]}`` (panel titles = names, e.g. ``prior_layer3``), or a [L, n, n] tensor / array /
+        list of [n, n] (titles ``layer 0..L-1``). Values in [0, 1] (``vmax=None`` scales to the data).
+    words: [n] labels of both axes.
+    """
+    if isinstance(maps, Mapping):
+        names, mats = list(maps.keys()), [_array(m) for m in maps.values()]
+    else:
+        arr = [_array(m) for m in maps] if isinstance(maps, (list, tuple)) else list(_array(maps))
+        names, mats = [f"layer {l}" for l in range(len(arr))], arr
+    n = len(words)
+    for name, m in zip(names, mats):
+        if m.shape != (n, n):
+            raise ValueError(f"{name}: map of shape {m.shape}, expected {(n, n)} for {n} words")
+    plt = _plt()
+    cols = max(1, min(cols, len(mats)))
+    rows = max(1, math.ceil(len(mats) / cols))
+    size = 0.9 + 0.22 * n
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * size + 1, rows * size + 0.5), squeeze=False)
+    im = None
+    for k, ax in enumerate(axes.flat):
+        if k >= len(mats):
+            ax.axis("off")
+            continue
+        im = ax.imshow(mats[k], cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
+        ax.set_title(names[k], fontsize=8)
+        ax.set_xticks(range(n))
+        ax.set_yticks(range(n))
+        ax.set_xticklabels(words, rotation=90, fontsize=6)
+        ax.set_yticklabels(words, fontsize=6)
+    if im is not None:
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool] = None) -> str:
+    """Heat map of p(parent | word): ``matrix`` [n, n] (row i = word i, column j = parent j) or [n, n + 1]
+    with column 0 the root (``root=None`` infers it from the shape)."""
+    m = _array(matrix)
+    n = len(words)
+    if root is None:
+        root = m.shape == (n, n + 1)
+    if m.shape != (n, n + int(root)):
+        raise ValueError(f"matrix of shape {m.shape}, expected {(n, n + int(root))} for {n} words")
+    plt = _plt()
+    size = 1.2 + 0.3 * n
+    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    im = ax.imshow(m, cmap="Blues", vmin=0.0, vmax=max(float(m.max()), 1e-6), interpolation="nearest")
+    ax.set_xticks(range(m.shape[1]))
+    ax.set_yticks(range(n))
+    ax.set_xticklabels((["<root>"] if root else []) + list(words), rotation=90, fontsize=7)
+    ax.set_yticklabels(words, fontsize=7)
+    ax.set_xlabel("parent")
+    ax.set_ylabel("word")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def tree_layout(spans: Sequence[Span], n: int) -> Tuple[List[Tuple[float, float]], List[Tuple[int, int]]]:
+    """Node coordinates and edges of the tree over ``n`` leaves (nested half-open spans, root added if missing).
+
+    Nodes 0..n-1 are the leaves at (k, 0); node n + m is the m-th span in post-order at x = mean of its
+    children's x, y = its height. Edges are (parent, child) node ids.
+    """
+    nodes = sorted({(i, j) for i, j in spans if j - i >= 2} | ({(0, n)} if n >= 2 else set()),
+                   key=lambda s: (s[1], -s[0]))
+    pos: List[Tuple[float, float]] = [(float(k), 0.0) for k in range(n)]
+    owner = list(range(n))  # current top node of each leaf
+    edges: List[Tuple[int, int]] = []
+    for i, j in nodes:  # post-order: children are complete before their parent
+        children = []
+        for k in range(i, j):
+            if not children or children[-1] != owner[k]:
+                children.append(owner[k])
+        node = len(pos)
+        pos.append((float(np.mean([pos[c][0] for c in children])), 1.0 + max(pos[c][1] for c in children)))
+        edges.extend((node, c) for c in children)
+        for k in range(i, j):
+            owner[k] = node
+    return pos, edges
+
+
+def plot_tree(spans: Sequence[Span], words: Sequence[str], path: str, title: Optional[str] = None) -> str:
+    """Line drawing of the tree given by ``spans`` (half-open word spans, e.g. ``InducedStructure.spans[b]``)."""
+    n = len(words)
+    pos, edges = tree_layout(spans, n)
+    plt = _plt()
+    height = max((y for _, y in pos), default=0.0)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * n, 1.0 + 0.5 * (height + 1)))
+    for p, c in edges:
+        ax.plot([pos[p][0], pos[c][0]], [pos[p][1], pos[c][1]], color="k", lw=1)
+    ax.scatter([x for x, _ in pos[n:]], [y for _, y in pos[n:]], s=12, color="tab:blue", zorder=3)
+    for k, w in enumerate(words):
+        ax.text(k, -0.15, w, ha="center", va="top", rotation=60 if n > 12 else 0, fontsize=8)
+    ax.set_xlim(-0.8, n - 0.2)
+    ax.set_ylim(-1.2, height + 0.5)
+    ax.axis("off")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["plot_prior_layers", "plot_dependency", "plot_tree", "tree_layout"]

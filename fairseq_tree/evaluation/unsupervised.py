@@ -1,0 +1,516 @@
+"""Evaluation of unsupervised parsing (induced trees and dependencies) and of masked-word perplexity.
+
+A library (the CLI is elsewhere): read a gold treebank into per-sentence records over the *words*, score
+induced spans / heads against them, score trivial baselines with the same scorer, compute the masked-word
+perplexity of Wang et al. (2019), and write induced structures as CoNLL-U / bracket files.
+
+Words (``/work/shared/notes/eval_protocol.md``, the ON-LSTM / Tree Transformer / StructFormer scripts):
+a leaf is a word when its POS tag is in :data:`fairseq_tree.data.induction_text.WORD_TAGS` (punctuation,
+``$``, ``#`` and ``-NONE-`` go); gold spans are recomputed over the kept words. Predicted spans and heads are
+over the kept words too (``InducedStructure`` of a model fed the normalised kept words).
+
+Unlabeled F1 (:func:`uf1`), the exact rules:
+
+1. per sentence, both span sets hold the *distinct* half-open spans ``(i, j)`` with ``j - i >= 2`` over the
+   kept words, the whole-sentence span ``(0, n)`` removed (from gold and prediction);
+2. sentences with fewer than 2 kept words are skipped (not counted anywhere);
+3. per sentence ``P = |G ∩ P| / |P|``, ``R = |G ∩ P| / |G|``, ``F1 = 2PR / (P + R)``; ``F1 = 1`` when both sets
+   are empty (n = 2, or a flat gold tree and a flat prediction), ``F1 = 0`` when exactly one is empty or the
+   overlap is empty;
+4. ``sentence_f1`` = mean of the per-sentence F1 (the papers' number); ``corpus_f1`` from the summed counts
+   (micro P = Σ overlap / Σ |P|, R = Σ overlap / Σ |G|). All scores in percent.
+
+Per-label recall (:func:`label_recall`, the papers' Table 3): every gold *node* over >= 2 kept words is one
+labeled gold span (a multiset: the nodes of a unary chain, e.g. ``S -> VP``, each count with their own label,
+and two nodes whose spans coincide once punctuation is removed both count); the whole-sentence span is left
+out as in UF1 (``include_sentence_span=True`` keeps it); a gold node is recalled when its unlabeled span is
+among the sentence's predicted spans. Corpus-level: recall(label) = recalled / total over all sentences.
+
+Attachment (:func:`attachment`): heads are 1-based with 0 for the root, over the kept words. UAS = fraction of
+words whose predicted head equals the gold head. UUAS: word i is correct when the undirected edge
+``{i, pred_head(i)}`` is among the gold undirected edges ``{{k, gold_head(k)}}``; the root is node 0, so a root
+edge ``{i, 0}`` matches only if i is a gold root. Every word counts once (denominator = number of words,
+one-word sentences included).
+Gold heads of the kept words (:func:`read_gold`): a kept word whose gold head is a removed token (punctuation,
+``$``: ``$ 35.2 million`` has ``$`` as head in the PTB dependency sample) is attached to its nearest kept
+ancestor (0 if none), so the gold stays a tree over the kept words (possibly with several roots).
+
+Baselines (:func:`baseline_scores`), scored with the same functions: left-branching ``((w1 w2) w3) ..``,
+right-branching ``.. (w_{n-2} (w_{n-1} w_n))``, balanced (top-down, a span of length L splits after
+``ceil(L / 2)`` words: :data:`BALANCED_SPLIT`, the convention that reproduces eval_protocol.md's 21.1 / 22.4),
+random (syntactic distances uniform in [0, 1), split at the largest, as StructFormer's Algorithm 1; one
+``numpy.random.RandomState(seed)`` per seed, drawn sentence by sentence; the score is the mean over
+:data:`RANDOM_SEEDS` = 5 seeds, their standard deviation beside it). Dependency baselines: left chain (each word
+headed by its left neighbour, the first word is the root) and right chain (right neighbour, last word root).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
+from fairseq_tree.trees import (_UNESCAPE_WORD, ROOT_LABEL, Tree, TreeFormatError, distances_to_tree,
+                                read_conllu, read_treebank)
+
+Span = Tuple[int, int]
+LabeledSpan = Tuple[int, int, str]
+
+#: the labels of the papers' per-label recall tables (Kim et al. 2019; Wang et al. Table 3; Shen et al. Table 3)
+PAPER_LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
+#: balanced baseline: a span of length L splits after ceil(L/2) ("ceil") or floor(L/2) ("floor") words
+BALANCED_SPLIT = "ceil"
+RANDOM_SEEDS = (0, 1, 2, 3, 4)
+
+
+# ----------------------------------------------------------------------------------------------- gold
+@dataclass
+class GoldSentence:
+    """One gold sentence restricted to its n kept words (0-based word k = kept leaf k).
+
+    words:     [n] normalised words (``normalize_word``: lower-cased, digits -> ``N``), as the models see them.
+    raw_words: [n] the surface words of the treebank.
+    tags:      [n] their POS tags (all in WORD_TAGS).
+    spans:     distinct unlabeled spans (i, j), j - i >= 2, in post-order (sorted by (j, -i)); for n >= 2 the
+               whole-sentence span (0, n) is included (the scorer drops it).
+    labeled:   (i, j, label) for every gold node over >= 2 kept words (a multiset, unary chains give one entry
+               per label, the whole-sentence span included); the ``ROOT`` wrapper of a multi-tree line is not.
+    heads:     [n] gold heads over the kept words (1-based, 0 root), or None without a dependency file.
+    line:      line of the .mrg file where the tree starts; index: 0-based sentence number in the file.
+    """
+
+    words: List[str]
+    raw_words: List[str]
+    tags: List[str]
+    spans: List[Span]
+    labeled: List[LabeledSpan]
+    heads: Optional[List[int]] = None
+    line: int = 0
+    index: int = 0
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def _post_order(spans: Iterable[Span]) -> List[Span]:
+    return sorted(set(spans), key=lambda s: (s[1], -s[0]))
+
+
+def gold_from_tree(tree: Tree, lowercase: bool = True, digits: bool = True) -> GoldSentence:
+    """Restrict a tree read with ``unary="join"`` (chain labels joined by ``+``) to its words.
+
+    ``keep_before[p]`` counts the kept leaves before leaf p, so a node (s, e) covers kept words
+    ``keep_before[s] .. keep_before[e]`` (half-open).
+    """
+    kept = word_positions(tree.tags)
+    keep_before = [0]
+    for t in tree.tags:
+        keep_before.append(keep_before[-1] + (t in WORD_TAGS))
+    labeled: List[LabeledSpan] = []
+    for (s, e), label in zip(tree.spans, tree.labels):
+        a, b = keep_before[s], keep_before[e]
+        if b - a < 2:
+            continue
+        for part in label.split("+"):  # a collapsed unary chain: every label of the chain counts
+            if part != ROOT_LABEL:
+                labeled.append((a, b, part))
+    spans = _post_order((keep_before[s], keep_before[e]) for s, e in tree.spans
+                        if keep_before[e] - keep_before[s] >= 2)
+    return GoldSentence(
+        words=[normalize_word(tree.words[p], lowercase, digits) for p in kept],
+        raw_words=[tree.words[p] for p in kept], tags=[tree.tags[p] for p in kept], spans=spans,
+        labeled=labeled)
+
+
+def project_heads(heads: Sequence[int], kept: Sequence[int]) -> List[int]:
+    """Heads over all tokens (1-based, 0 root) -> heads over the kept tokens (0-based positions ``kept``).
+
+    A kept token whose head is dropped climbs to the nearest kept ancestor (0 if none). Shape [len(kept)].
+    """
+    new_index = {p + 1: k + 1 for k, p in enumerate(kept)}  # old 1-based id -> new 1-based id
+    out = []
+    for p in kept:
+        h = heads[p]
+        while h != 0 and h not in new_index:
+            h = heads[h - 1]  # acyclic: read_conllu checked the tree
+        out.append(new_index.get(h, 0))
+    return out
+
+
+def _plain_token(w: str) -> str:
+    """Undo PTB escapes for comparing a dependency file's forms with tree leaves (``-LRB-``, ``\\/``)."""
+    return _UNESCAPE_WORD.get(w, w).replace("\\/", "/").replace("\\*", "*")
+
+
+def _same_token(a: str, b: str) -> bool:
+    return _plain_token(a) == _plain_token(b)
+
+
+def read_gold(mrg_path: str, conllu_path: Optional[str] = None, lowercase: bool = True,
+              digits: bool = True) -> List[GoldSentence]:
+    """Gold records of a (multi-line) .mrg treebank, with gold heads from a .conllu / .conll file aligned
+    sentence by sentence (sentence i of the dependency file belongs to tree i).
+
+    The dependency file must hold the tree's leaves (``-NONE-`` removed) in order, compared with ``-LRB-``
+    etc. unescaped; the kept words are chosen by the *treebank's* tags. A mismatch raises
+    :class:`TreeFormatError` naming both files, the sentence number and the .mrg line.
+    """
+    deps = iter(read_conllu(conllu_path)) if conllu_path is not None else None
+    out: List[GoldSentence] = []
+    for k, (line, tree) in enumerate(read_treebank(mrg_path, unary="join")):
+        g = gold_from_tree(tree, lowercase, digits)
+        g.line, g.index = line, k
+        if deps is not None:
+            dep = next(deps, None)
+            where = f"sentence {k + 1} ({mrg_path}:{line})"
+            if dep is None:
+                raise TreeFormatError(f"{conllu_path} ends before {where}", conllu_path)
+            if len(dep.words) != len(tree.words) or not all(map(_same_token, dep.words, tree.words)):
+                diff = next((i for i, (a, b) in enumerate(zip(dep.words, tree.words)) if not _same_token(a, b)),
+                            min(len(dep.words), len(tree.words)))
+                raise TreeFormatError(
+                    f"sentence {k + 1} does not align with {where}: {len(dep.words)} vs {len(tree.words)} "
+                    f"tokens, first difference at token {diff + 1}", conllu_path)
+            g.heads = project_heads(dep.heads, word_positions(tree.tags))
+        out.append(g)
+    if deps is not None and next(deps, None) is not None:
+        raise TreeFormatError(f"more sentences than the {len(out)} trees of {mrg_path}", conllu_path)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ UF1
+def _check_spans(spans: Sequence[Span], n: int, k: int) -> None:
+    for i, j in spans:
+        if not 0 <= i < j <= n:
+            raise ValueError(f"sentence {k}: predicted span {(i, j)} out of range for {n} words")
+
+
+def scored_spans(spans: Iterable[Span], n: int) -> set:
+    """The set UF1 compares: distinct spans of length >= 2 without the whole-sentence span."""
+    return {(i, j) for i, j in spans if j - i >= 2 and (i, j) != (0, n)}
+
+
+def sentence_f1(gold: set, pred: set) -> float:
+    """F1 of two span sets (fractions, not percent); 1 when both are empty."""
+    if not gold and not pred:
+        return 1.0
+    overlap = len(gold & pred)
+    if overlap == 0:
+        return 0.0
+    p, r = overlap / len(pred), overlap / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def uf1(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]]) -> Dict[str, float]:
+    """Unlabeled F1 with the rules of the module docstring. ``pred_spans[k]`` are half-open word spans of
+    sentence k (as ``InducedStructure.spans``; root and single words may be included, they are ignored).
+
+    Returns percent scores ``sentence_f1`` (mean over scored sentences), ``corpus_f1`` / ``corpus_precision`` /
+    ``corpus_recall``, and ``sentences`` (scored), ``skipped`` (fewer than 2 words).
+    """
+    if len(gold) != len(pred_spans):
+        raise ValueError(f"{len(pred_spans)} predicted vs {len(gold)} gold sentences")
+    f1_sum, overlap, n_pred, n_gold, scored = 0.0, 0, 0, 0, 0
+    for k, (g, ps) in enumerate(zip(gold, pred_spans)):
+        n = len(g)
+        _check_spans(ps, n, k)
+        if n < 2:
+            continue
+        G, P = scored_spans(g.spans, n), scored_spans(ps, n)
+        f1_sum += sentence_f1(G, P)
+        overlap += len(G & P)
+        n_pred += len(P)
+        n_gold += len(G)
+        scored += 1
+    prec = overlap / n_pred if n_pred else 0.0
+    rec = overlap / n_gold if n_gold else 0.0
+    return {"sentence_f1": 100.0 * f1_sum / max(scored, 1),
+            "corpus_f1": 100.0 * (2 * prec * rec / (prec + rec) if prec + rec else 0.0),
+            "corpus_precision": 100.0 * prec, "corpus_recall": 100.0 * rec,
+            "sentences": scored, "skipped": len(gold) - scored}
+
+
+def label_recall(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]],
+                 include_sentence_span: bool = False) -> Dict[str, Dict[str, float]]:
+    """Per-label recall (module docstring): ``{label: {"recall": percent, "matched": m, "gold": g}}`` for
+    every gold label seen (:data:`PAPER_LABELS` are the papers' columns; absent ones are simply missing)."""
+    if len(gold) != len(pred_spans):
+        raise ValueError(f"{len(pred_spans)} predicted vs {len(gold)} gold sentences")
+    matched: Dict[str, int] = {}
+    total: Dict[str, int] = {}
+    for k, (g, ps) in enumerate(zip(gold, pred_spans)):
+        n = len(g)
+        _check_spans(ps, n, k)
+        P = {(i, j) for i, j in ps if j - i >= 2}
+        for i, j, label in g.labeled:
+            if (i, j) == (0, n) and not include_sentence_span:
+                continue
+            total[label] = total.get(label, 0) + 1
+            matched[label] = matched.get(label, 0) + ((i, j) in P)
+    return {lab: {"recall": 100.0 * matched[lab] / total[lab], "matched": matched[lab], "gold": total[lab]}
+            for lab in sorted(total, key=lambda x: (-total[x], x))}
+
+
+# ----------------------------------------------------------------------------------- dependencies
+def attachment(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequence[int]]) -> Dict[str, float]:
+    """UAS / UUAS in percent over the kept words (rules in the module docstring), and ``words``."""
+    if len(gold_heads) != len(pred_heads):
+        raise ValueError(f"{len(pred_heads)} predicted vs {len(gold_heads)} gold sentences")
+    words = uas = uuas = 0
+    for k, (gh, ph) in enumerate(zip(gold_heads, pred_heads)):
+        if len(gh) != len(ph):
+            raise ValueError(f"sentence {k}: {len(ph)} predicted vs {len(gh)} gold heads")
+        gold_edges = {frozenset((d, h)) for d, h in enumerate(gh, 1)}
+        for d, (g, p) in enumerate(zip(gh, ph), 1):
+            uas += g == p
+            uuas += frozenset((d, p)) in gold_edges
+        words += len(gh)
+    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words}
+
+
+# -------------------------------------------------------------------------------------- baselines
+def left_branching(n: int) -> List[Span]:
+    """((w1 w2) w3) ..: spans (0, 2) .. (0, n) in post-order."""
+    return [(0, j) for j in range(2, n + 1)]
+
+
+def right_branching(n: int) -> List[Span]:
+    """.. (w_{n-2} (w_{n-1} w_n)): spans (n-2, n) .. (0, n) in post-order."""
+    return [(i, n) for i in range(n - 2, -1, -1)]
+
+
+def balanced(n: int, split: str = BALANCED_SPLIT) -> List[Span]:
+    """Top-down halving: (i, j) splits after ceil((j-i)/2) words (``split="floor"``: floor). Post-order."""
+    if split not in ("ceil", "floor"):
+        raise ValueError(f"split must be ceil or floor, not {split!r}")
+    out: List[Span] = []
+    stack = [(0, n)]
+    while stack:
+        i, j = stack.pop()
+        if j - i < 2:
+            continue
+        out.append((i, j))
+        half = (j - i + 1) // 2 if split == "ceil" else (j - i) // 2
+        stack.extend([(i, i + half), (i + half, j)])
+    return _post_order(out)
+
+
+def random_tree(n: int, rng: np.random.RandomState) -> List[Span]:
+    """Binary tree from n - 1 uniform random syntactic distances (split at the largest). Post-order."""
+    return distances_to_tree(rng.rand(max(n - 1, 0)).tolist()) if n >= 2 else []
+
+
+def left_chain_heads(n: int) -> List[int]:
+    """Each word headed by its left neighbour; word 1 is the root."""
+    return list(range(n))
+
+
+def right_chain_heads(n: int) -> List[int]:
+    """Each word headed by its right neighbour; word n is the root."""
+    return list(range(2, n + 1)) + [0] if n else []
+
+
+def baseline_scores(gold: Sequence[GoldSentence], seeds: Sequence[int] = RANDOM_SEEDS,
+                    balanced_split: str = BALANCED_SPLIT) -> Dict[str, Dict[str, float]]:
+    """UF1 (:func:`uf1`) of the trivial trees, plus ``left_chain`` / ``right_chain`` attachment scores when the
+    gold has heads. ``random`` holds the per-seed mean of every uf1 field and ``sentence_f1_std``."""
+    lengths = [len(g) for g in gold]
+    out: Dict[str, Dict[str, float]] = {
+        "left": uf1(gold, [left_branching(n) for n in lengths]),
+        "right": uf1(gold, [right_branching(n) for n in lengths]),
+        "balanced": uf1(gold, [balanced(n, balanced_split) for n in lengths]),
+    }
+    if seeds:
+        runs = []
+        for seed in seeds:
+            rng = np.random.RandomState(seed)
+            runs.append(uf1(gold, [random_tree(n, rng) for n in lengths]))
+        out["random"] = {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
+        out["random"]["sentence_f1_std"] = float(np.std([r["sentence_f1"] for r in runs]))
+        out["random"]["seeds"] = len(seeds)
+    if gold and all(g.heads is not None for g in gold):
+        heads = [g.heads for g in gold]
+        out["left_chain"] = attachment(heads, [left_chain_heads(n) for n in lengths])
+        out["right_chain"] = attachment(heads, [right_chain_heads(n) for n in lengths])
+    return out
+
+
+def evaluate(gold: Sequence[GoldSentence], pred_spans: Optional[Sequence[Sequence[Span]]] = None,
+             pred_heads: Optional[Sequence[Sequence[int]]] = None) -> Dict[str, object]:
+    """All scores of an induced structure: ``uf1``, ``label_recall`` (from spans), ``attachment`` (from heads,
+    when the gold has heads)."""
+    out: Dict[str, object] = {}
+    if pred_spans is not None:
+        out["uf1"] = uf1(gold, pred_spans)
+        out["label_recall"] = label_recall(gold, pred_spans)
+    if pred_heads is not None:
+        if any(g.heads is None for g in gold):
+            raise ValueError("the gold has no heads: read_gold(..., conllu_path=...)")
+        out["attachment"] = attachment([g.heads for g in gold], pred_heads)
+    return out
+
+
+# ---------------------------------------------------------------------------- masked-word perplexity
+def masked_word_perplexity(model, dictionary, sentences: Iterable[Union[Sequence[str], "torch.Tensor"]],
+                           max_tokens: int = 8192, mask_symbol: str = "<mask>",
+                           device=None) -> Dict[str, float]:
+    """Masked-word perplexity of Wang et al. (2019, Sec. 7 and footnote 3): every word of every sentence is
+    masked once, alone (one copy of the sentence per word, that word replaced by ``<mask>``), and
+    ``ppl = exp(-Σ log p(w | sentence with w masked) / n_mask)`` over all words (``<unk>`` targets count).
+
+    model: ``forward(src_tokens [R, T], src_lengths [R], masked_tokens=bool [R, T]) -> (logits, extra)`` with
+        logits [M, V] over the masked positions in row-major order (or [R, T, V]); layout ``<s> w.. </s> <pad>``.
+    sentences: word lists (looked up in ``dictionary``) or 1-D LongTensors of word ids (no BOS/EOS).
+    max_tokens: bound on R x T per forward: the copies of several sentences (sorted by length) share a batch,
+        a long sentence's copies are split over several.
+    Returns ``perplexity``, ``nll`` (mean, nats) and ``words``.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    mask = dictionary.index(mask_symbol)
+    if mask == dictionary.unk() and mask_symbol != dictionary.unk_word:
+        raise ValueError(f"{mask_symbol!r} is not in the dictionary")
+    if device is None:
+        p = next(model.parameters(), None)
+        device = p.device if p is not None else torch.device("cpu")
+    ids = [s.long().cpu() if torch.is_tensor(s) else torch.tensor([dictionary.index(w) for w in s], dtype=torch.long)
+           for s in sentences]
+    ids = sorted((s for s in ids if s.numel() > 0), key=len)
+    bos, eos, pad = dictionary.bos(), dictionary.eos(), dictionary.pad()
+
+    def run(group: List["torch.Tensor"]) -> Tuple[float, int]:
+        """All masked copies of ``group`` (sentences of similar length), in chunks of <= max_tokens."""
+        lengths = torch.tensor([len(s) for s in group])
+        T = int(lengths.max()) + 2
+        base = torch.full((len(group), T), pad, dtype=torch.long)
+        base[:, 0] = bos
+        for b, s in enumerate(group):
+            base[b, 1:len(s) + 1] = s
+            base[b, len(s) + 1] = eos
+        # row r masks word pos[r] (1-based token position) of sentence sent[r]
+        sent = torch.repeat_interleave(torch.arange(len(group)), lengths)
+        starts = torch.cumsum(lengths, 0) - lengths
+        pos = torch.arange(len(sent)) - starts[sent] + 1
+        rows = base[sent]
+        rows[torch.arange(len(sent)), pos] = mask
+        masked = torch.zeros_like(rows, dtype=torch.bool)
+        masked[torch.arange(len(sent)), pos] = True
+        targets = base[sent, pos]
+        row_lengths = lengths[sent] + 2
+        nll, step = 0.0, max(1, max_tokens // T)
+        for a in range(0, len(sent), step):
+            sl = slice(a, a + step)
+            t = int(row_lengths[sl].max())
+            logits, _ = model(rows[sl, :t].to(device), src_lengths=row_lengths[sl].to(device),
+                              masked_tokens=masked[sl, :t].to(device))
+            if logits.dim() == 3:  # a model that ignores masked_tokens
+                logits = logits[masked[sl, :t].to(logits.device)]
+            nll += F.cross_entropy(logits.float(), targets[sl].to(logits.device), reduction="sum").item()
+        return nll, len(sent)
+
+    was_training = model.training
+    model.eval()
+    total_nll, words = 0.0, 0
+    try:
+        with torch.no_grad():
+            group: List[torch.Tensor] = []
+            rows = 0  # copies in the group = its words
+            for s in ids:  # ascending length: the group's copies fill max_tokens at the current length
+                if group and (rows + len(s)) * (len(s) + 2) > max_tokens:
+                    nll, m = run(group)
+                    total_nll, words = total_nll + nll, words + m
+                    group, rows = [], 0
+                group.append(s)
+                rows += len(s)
+            if group:
+                nll, m = run(group)
+                total_nll, words = total_nll + nll, words + m
+    finally:
+        model.train(was_training)
+    mean = total_nll / max(words, 1)
+    return {"perplexity": math.exp(mean), "nll": mean, "words": words}
+
+
+# ----------------------------------------------------------------------------------------- writers
+def _atomic_write(path: str, text: str) -> None:
+    """Write to a temporary file beside ``path``, then ``os.replace`` (readers never see a partial file)."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def conllu_lines(words: Sequence[str], heads: Sequence[int], tags: Optional[Sequence[str]] = None,
+                 sent_id: Optional[str] = None) -> List[str]:
+    """One CoNLL-U sentence (no trailing blank line): DEPREL ``root`` for head 0, ``dep`` otherwise."""
+    if len(words) != len(heads):
+        raise ValueError(f"{len(words)} words vs {len(heads)} heads")
+    lines = [] if sent_id is None else [f"# sent_id = {sent_id}"]
+    lines.append("# text = " + " ".join(words))
+    for d, (w, h) in enumerate(zip(words, heads), 1):
+        tag = tags[d - 1] if tags is not None else "_"
+        lines.append("\t".join([str(d), w, "_", tag, tag, "_", str(h), "root" if h == 0 else "dep", "_", "_"]))
+    return lines
+
+
+def write_conllu(path: str, words: Sequence[Sequence[str]], heads: Sequence[Sequence[int]],
+                 tags: Optional[Sequence[Sequence[str]]] = None) -> None:
+    """Induced heads as CoNLL-U (10 columns, ``sent_id`` = 1-based sentence number), written atomically."""
+    if len(words) != len(heads):
+        raise ValueError(f"{len(words)} sentences vs {len(heads)} head lists")
+    blocks = ["\n".join(conllu_lines(w, h, tags[k] if tags is not None else None, str(k + 1))) + "\n"
+              for k, (w, h) in enumerate(zip(words, heads))]
+    _atomic_write(path, "\n".join(blocks))
+
+
+def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = "S",
+                      leaf_label: Optional[str] = None) -> str:
+    """``(S (S w1 w2) w3)``: nested half-open spans (root added if missing, single words ignored) as one line
+    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``. ``(``/``)``
+    in words are written ``-LRB-``/``-RRB-``."""
+    n = len(words)
+    if n == 0:
+        raise ValueError("empty sentence")
+    nodes = {(i, j) for i, j in spans if j - i >= 2}
+    nodes.add((0, n))
+    opens = [0] * n
+    closes = [0] * n
+    for i, j in nodes:
+        if not 0 <= i < j <= n:
+            raise ValueError(f"span {(i, j)} out of range for {n} words")
+        opens[i] += 1
+        closes[j - 1] += 1
+    out = []
+    for k, w in enumerate(words):
+        w = {"(": "-LRB-", ")": "-RRB-"}.get(w, w)
+        out.append(f"({label} " * opens[k] + (f"({leaf_label} {w})" if leaf_label else w) + ")" * closes[k])
+    return " ".join(out)
+
+
+def write_brackets(path: str, spans: Sequence[Sequence[Span]], words: Sequence[Sequence[str]],
+                   label: str = "S", leaf_label: Optional[str] = None) -> None:
+    """One bracketed tree per line (:func:`spans_to_brackets`), written atomically."""
+    if len(words) != len(spans):
+        raise ValueError(f"{len(words)} sentences vs {len(spans)} span lists")
+    _atomic_write(path, "".join(spans_to_brackets(s, w, label, leaf_label) + "\n" for s, w in zip(spans, words)))
+
+
+__all__ = [
+    "GoldSentence", "read_gold", "gold_from_tree", "project_heads", "scored_spans", "sentence_f1", "uf1",
+    "label_recall", "attachment", "left_branching", "right_branching", "balanced", "random_tree",
+    "left_chain_heads", "right_chain_heads", "baseline_scores", "evaluate", "masked_word_perplexity",
+    "conllu_lines", "write_conllu", "spans_to_brackets", "write_brackets", "PAPER_LABELS", "BALANCED_SPLIT",
+    "RANDOM_SEEDS",
+]

@@ -1,0 +1,232 @@
+"""``mlm_transformer``: the plain masked-LM Transformer baseline of the ``tree_induction`` task, the same
+network as ``constituent_transformer`` without the constituent prior, so that comparisons are like for like.
+
+Same embeddings (token embeddings x sqrt(d) + sinusoidal positions, N(0, d^-1/2) init with a zero pad row,
+dropout), same blocks (pre-LN residual blocks and a final LayerNorm by default, ``--encoder-post-norm`` for the
+post-LN block; GELU FFN), same initialisation (xavier-uniform weights, zero biases: fairseq's q/k/v gain
+1/sqrt(2) on d x d is the same distribution as xavier on the joint 3d x d map of constituent_transformer), same
+RoBERTa masked-LM head tied to the token embeddings. The blocks are fairseq's own
+:class:`fairseq.modules.TransformerEncoderLayer` (``F.multi_head_attention_forward``, the fast attention path).
+
+Attention masking:
+
+* default: a standard encoder, padding excluded with ``key_padding_mask`` (BOS and EOS are ordinary tokens);
+* ``--word-only-attention``: the mask of ``constituent_transformer`` (a word attends to the words of its sentence
+  only, BOS/EOS/pad attend to themselves only), passed as a per-sentence ``attn_mask`` [B*H, T, T]. With it the
+  model is exactly ``constituent_transformer --no-constituent-attention`` (same parameters up to renaming,
+  same outputs), at the cost of a B*H*T*T mask.
+
+The parameter count equals that of ``constituent_transformer --no-constituent-attention``, i.e. that of
+``constituent_transformer`` minus its link maps (L (2 d^2 + 2 d) without ``--ca-own-norm``).
+
+Archs: ``mlm_transformer`` / ``_small`` / ``_tiny`` as the ``constituent_transformer`` ones; ``mlm_transformer_sf`` /
+``_sf_small`` as ``structformer`` / ``_small`` (L = 8, ReLU FFN without activation dropout).
+
+The model induces no structure: it has no ``induce`` (``hasattr(model, 'induce')`` is False, so the
+``tree_induction`` task skips parsing; asking for it raises an AttributeError that says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.models import FairseqEncoder, FairseqEncoderModel, register_model, register_model_architecture
+from fairseq.models.roberta.model import RobertaLMHead
+from fairseq.modules import PositionalEmbedding, TransformerEncoderLayer
+from torch import Tensor
+
+from fairseq_tree.modules.constituent_attention import structure_masks
+
+
+def _layer_args(args) -> argparse.Namespace:
+    """The namespace fairseq's TransformerEncoderLayer reads (TransformerConfig.from_namespace)."""
+    la = argparse.Namespace(**vars(args))
+    la.encoder_normalize_before = not args.encoder_post_norm
+    return la
+
+
+class MLMTransformerEncoder(FairseqEncoder):
+    def __init__(self, args, dictionary):
+        super().__init__(dictionary)
+        self.args = args
+        d = args.encoder_embed_dim
+        self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
+        self.num_heads = args.encoder_attention_heads
+        self.word_only = bool(args.word_only_attention)
+        self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
+        nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
+        nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
+        self.embed_scale = math.sqrt(d)
+        self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
+                                                   learned=args.encoder_learned_pos)
+        layer_args = _layer_args(args)
+        self.layers = nn.ModuleList([TransformerEncoderLayer(layer_args) for _ in range(args.encoder_layers)])
+        for layer in self.layers:
+            # constituent_transformer's init: xavier weights (fairseq's q/k/v gain already matches), zero biases
+            for m in (layer.fc1, layer.fc2):
+                nn.init.xavier_uniform_(m.weight)
+            for m in (layer.fc1, layer.fc2, layer.self_attn.q_proj, layer.self_attn.k_proj,
+                      layer.self_attn.v_proj, layer.self_attn.out_proj):
+                nn.init.zeros_(m.bias)
+        self.final_norm = nn.LayerNorm(d) if not args.encoder_post_norm else None
+        self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
+
+    def max_positions(self):
+        return self.args.max_positions
+
+    def _masks(self, src_tokens: Tensor, dtype: torch.dtype):
+        """-> (key_padding_mask [B, T] bool or None, attn_mask [B*H, T, T] (1 = blocked) or None)."""
+        if not self.word_only:
+            pad = src_tokens.eq(self.pad)
+            return (pad if pad.any() else None), None
+        _, _, allowed = structure_masks(src_tokens, self.bos, self.eos, self.pad)
+        B, T = src_tokens.shape
+        # no key_padding_mask here: a pad query may see itself only, a fully masked row would give NaN
+        blocked = (~allowed).to(dtype)[:, None].expand(B, self.num_heads, T, T).reshape(B * self.num_heads, T, T)
+        return None, blocked
+
+    def extract_features(self, src_tokens: Tensor, return_all_hiddens: bool = False):
+        """src_tokens [B, T] -> (x [B, T, d], extra) with extra['word_mask'] [B, T] (not BOS/EOS/pad) and, if
+        asked, extra['inner_states'] (list of [B, T, d], embeddings first)."""
+        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
+        x = F.dropout(x, self.args.dropout, self.training)
+        inner = [x] if return_all_hiddens else None
+        key_padding_mask, attn_mask = self._masks(src_tokens, x.dtype)
+        x = x.transpose(0, 1)  # fairseq layers: [T, B, d]
+        for layer in self.layers:
+            x = layer(x, key_padding_mask, attn_mask=attn_mask)
+            if inner is not None:
+                inner.append(x.transpose(0, 1))
+        x = x.transpose(0, 1)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        word = src_tokens.ne(self.bos) & src_tokens.ne(self.eos) & src_tokens.ne(self.pad)
+        return x, {"inner_states": inner, "word_mask": word}
+
+    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
+                return_all_hiddens=False, **unused):
+        x, extra = self.extract_features(src_tokens, return_all_hiddens)
+        if not features_only:
+            x = self.lm_head(x, masked_tokens=masked_tokens)
+        return x, extra
+
+
+@register_model("mlm_transformer")
+class MLMTransformerModel(FairseqEncoderModel):
+    """Plain masked-LM Transformer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra)."""
+
+    @staticmethod
+    def add_args(parser):
+        a = parser.add_argument
+        a("--encoder-embed-dim", type=int, metavar="D")
+        a("--encoder-layers", type=int, metavar="L")
+        a("--encoder-attention-heads", type=int, metavar="H")
+        a("--encoder-ffn-embed-dim", type=int, metavar="D")
+        a("--dropout", type=float, metavar="P")
+        a("--attention-dropout", type=float, metavar="P")
+        a("--activation-dropout", type=float, metavar="P")
+        a("--activation-fn", choices=utils.get_available_activation_fns())
+        a("--max-positions", type=int, metavar="N", help="longest input in tokens, BOS and EOS included")
+        a("--encoder-learned-pos", action="store_true", help="learned positions instead of sinusoidal")
+        a("--encoder-post-norm", action="store_true",
+          help="post-LN blocks (original Transformer); default pre-LN + final LayerNorm (as constituent_transformer)")
+        a("--word-only-attention", action="store_true",
+          help="constituent_transformer's mask: a word attends to its sentence's words only, BOS/EOS/pad to "
+               "themselves (= constituent_transformer --no-constituent-attention); default: key padding mask only")
+
+    @classmethod
+    def build_model(cls, args, task):
+        mlm_transformer_base(args)
+        return cls(args, MLMTransformerEncoder(args, task.source_dictionary))
+
+    def __init__(self, args, encoder):
+        super().__init__(encoder)
+        self.args = args
+
+    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
+                return_all_hiddens=False, **unused):
+        return self.encoder(src_tokens, src_lengths, masked_tokens=masked_tokens, features_only=features_only,
+                            return_all_hiddens=return_all_hiddens)
+
+    def max_positions(self):
+        return self.encoder.max_positions()
+
+    def __getattr__(self, name):
+        # no induce(): ``hasattr(model, "induce")`` is False (the tree_induction task skips parsing), and a
+        # direct call says why
+        if name == "induce":
+            raise AttributeError(
+                "mlm_transformer is the plain masked-LM baseline and induces no structure (no induce()); use "
+                "constituent_transformer or structformer for tree induction")
+        return super().__getattr__(name)
+
+
+def build_standalone(dictionary, arch: str = "mlm_transformer_small", **overrides) -> MLMTransformerModel:
+    """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
+    define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
+    (e.g. ``encoder_layers=4, word_only_attention=True``)."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = argparse.Namespace(**overrides)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    args.arch = arch
+    return MLMTransformerModel(args, MLMTransformerEncoder(args, dictionary))
+
+
+def _set(args, name, value):
+    if getattr(args, name, None) is None:
+        setattr(args, name, value)
+
+
+@register_model_architecture("mlm_transformer", "mlm_transformer")
+def mlm_transformer_base(args):
+    """The size of constituent_transformer (Tree Transformer Section 7.1): L = 10, d = 512, 8 heads, FFN 2048,
+    dropout 0.1."""
+    for name, value in (("encoder_embed_dim", 512), ("encoder_layers", 10), ("encoder_attention_heads", 8),
+                        ("encoder_ffn_embed_dim", 2048), ("dropout", 0.1), ("attention_dropout", 0.1),
+                        ("activation_dropout", 0.1), ("activation_fn", "gelu"), ("max_positions", 512)):
+        _set(args, name, value)
+    for flag in ("encoder_learned_pos", "encoder_post_norm", "word_only_attention"):
+        _set(args, flag, False)
+
+
+@register_model_architecture("mlm_transformer", "mlm_transformer_small")
+def mlm_transformer_small(args):
+    """CPU experiments, as constituent_transformer_small: d = 256, L = 6, 4 heads, FFN 1024."""
+    for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 6), ("encoder_attention_heads", 4),
+                        ("encoder_ffn_embed_dim", 1024)):
+        _set(args, name, value)
+    mlm_transformer_base(args)
+
+
+@register_model_architecture("mlm_transformer", "mlm_transformer_tiny")
+def mlm_transformer_tiny(args):
+    """Tests, as constituent_transformer_tiny: d = 32, L = 3, 2 heads, FFN 64, no dropout."""
+    for name, value in (("encoder_embed_dim", 32), ("encoder_layers", 3), ("encoder_attention_heads", 2),
+                        ("encoder_ffn_embed_dim", 64), ("dropout", 0.0), ("attention_dropout", 0.0),
+                        ("activation_dropout", 0.0), ("max_positions", 256)):
+        _set(args, name, value)
+    mlm_transformer_base(args)
+
+
+@register_model_architecture("mlm_transformer", "mlm_transformer_sf")
+def mlm_transformer_sf(args):
+    """As structformer: L = 8, d = 512, 8 heads, FFN 2048, ReLU FFN without activation dropout."""
+    for name, value in (("encoder_embed_dim", 512), ("encoder_layers", 8), ("encoder_attention_heads", 8),
+                        ("encoder_ffn_embed_dim", 2048), ("activation_fn", "relu"), ("activation_dropout", 0.0)):
+        _set(args, name, value)
+    mlm_transformer_base(args)
+
+
+@register_model_architecture("mlm_transformer", "mlm_transformer_sf_small")
+def mlm_transformer_sf_small(args):
+    """As structformer_small: L = 8, d = 256, 4 heads, FFN 1024 (ReLU, no activation dropout)."""
+    for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 8), ("encoder_attention_heads", 4),
+                        ("encoder_ffn_embed_dim", 1024)):
+        _set(args, name, value)
+    mlm_transformer_sf(args)

@@ -1,0 +1,344 @@
+"""StructFormer parser (Shen et al. 2021, "StructFormer: Joint Unsupervised Induction of Dependency and
+Constituency Structure from Masked Language Modeling", Sections 3-4 and Appendix A.1).
+
+Notation of the paper: syntactic **distance** τ_k between consecutive words k and k+1 ([n-1] per sentence) and
+syntactic **height** δ_i of word i ([n] per sentence).
+
+* Parser network (Section 4.1): token embeddings -> ``conv_layers`` x (Conv1d(kernel 2W+1) -> tanh) (eq. 1;
+  ``layer_norm=True`` puts the authors' code's non-affine LayerNorm before each tanh) ->
+  ``τ_k = W1 tanh(W2 [s_k; s_{k+1}] + b2) + b1`` (eq. 2) and ``δ_i = W1' tanh(W2' s_i + b2') + b1'`` (eq. 3).
+* Dependency distribution (Section 4.2, eqs. 6-12): for word i, the smallest legit constituent C(x_i) = [l, r]
+  has left-boundary CDF ``F_i(j) = P(l <= j) = σ(s_0 (δ_i - max_{j<=k<i} τ_k))`` (eq. 7) and right-boundary
+  survival ``G_i(j) = P(r >= j) = σ(s_0 (δ_i - max_{i<=k<j} τ_k))``; ``p_left(l|i) = F_i(l) - F_i(l-1)`` (eq. 8),
+  ``p_right(r|i) = G_i(r) - G_i(r+1)`` (eq. 9), ``p_C([l,r]|i) = p_left p_right`` (eq. 10), the head of a
+  constituent ``p_Pr(j|[l,r]) = softmax_{l<=j<=r}(s_1 δ_j)`` (eq. 11) and
+  ``p_D(j|i) = sum_{[l,r]} p_Pr(j|[l,r]) p_C([l,r]|i)`` for j != i, 0 for j = i (eq. 12).
+  ``s_0 = exp(θ_0) = 1/μ_1`` and ``s_1 = exp(θ_1) = 1/μ_2`` are the learnable temperatures (log-parametrised, as
+  the authors' code, so they stay positive).
+
+  **Root.** The paper does not model a root explicitly: the mass of j = i (x_i heads its own C(x_i), i.e. it has
+  no parent inside the sentence) is dropped by eq. 12, so rows of p_D sum to less than 1 (paper Fig. 5). We
+  return that mass as ``root`` [B, T]: for every word ``sum_j p_D(j|i) + root_i = 1``; rows/columns of BOS, EOS
+  and padding are 0 everywhere.
+
+  Computed in O(B T^2) memory and O(B T^3) time (two batched matmuls + cumulative sums/maxima), never the
+  reference's [B, L, L, L] tensors: with ``e_j = exp(s_1 δ_j - m)`` (m the sentence's max, so the shift is per
+  sentence) and ``Z(l, r) = sum_{k=l..r} e_k`` (a row-wise cumsum from l: no cancellation),
+  ``T_i(l) = sum_r p_right(r|i) / Z(l, r)`` (``p_right @ invZ^T``), ``U_i(r) = sum_l p_left(l|i) / Z(l, r)``
+  (``p_left @ invZ``); then ``p_D(j|i) = e_j sum_{l<=j} p_left(l|i) T_i(l)`` for j <= i (a cumsum; j = i is the
+  root mass) and ``e_j sum_{r>=j} p_right(r|i) U_i(r)`` for j > i (a reverse cumsum).
+  :func:`dependency_distribution_direct` is the literal transcription (float64, [n, n, n] tensors) the tests
+  compare against.
+
+* Calibration (authors' code only, ``calibrate=True``): ``τ <- τ - max_{spans} margin`` with
+  ``margin([i, j]) = min(relu(τ_{i-1} - max_{i<=k<=j} δ_k), relu(τ_j - max_{i<=k<=j} δ_k))`` over the spans of
+  words other than the whole sentence (a sentence boundary counts as +inf: the min then takes the other side).
+  The code takes the max over the **whole batch** (parses depend on batch composition); here it is taken per
+  sentence, over its own words only.
+
+* Parsing (one sentence at a time, induce time): :func:`distance_to_spans` (Algorithm 1: split recursively at the
+  largest distance, leftmost on ties, -> binary tree), :func:`heads_from_dependency` (eq. 17, the word of largest
+  height is the root, as the authors' evaluation) and :func:`joint_parse` (Algorithm 3: the same tree, and each
+  constituent's head is its children's head of larger height).
+
+Token layout of the ``tree_induction`` task: ``<s> w_1 .. w_n </s> <pad>..``. Only words take part: the conv
+stack sees zeros at BOS/EOS/pad (so a sentence's outputs do not depend on its batch), distances exist only between
+two words (``split`` mask), a sentence boundary is an infinite distance, and non-words never receive or give
+dependency mass. All structure arithmetic is fp32 with autocast off.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+Span = Tuple[int, int]
+
+#: floor of the shifted head logits s_1 δ_j - max (e_j >= e^-80, still a normal fp32 number, and 1/Z <= e^80):
+#: a no-op unless a sentence's scaled heights spread over more than 80.
+HEAD_LOGIT_FLOOR = -80.0
+
+
+def _fp(x: Tensor) -> Tensor:
+    """Structure precision: fp32, or fp64 if given fp64 (for gradcheck); never half."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
+# ------------------------------------------------------------------------------------------- masks
+def word_masks(src_tokens: Tensor, bos: int, eos: int, pad: int) -> Tuple[Tensor, Tensor]:
+    """src_tokens [B, T] -> (word [B, T] bool: not BOS/EOS/pad; split [B, T-1] bool: positions t and t+1 are both
+    words, i.e. distance t exists)."""
+    word = src_tokens.ne(bos) & src_tokens.ne(eos) & src_tokens.ne(pad)
+    return word, word[:, :-1] & word[:, 1:]
+
+
+# ------------------------------------------------------------------------------------------- network
+class StructFormerParser(nn.Module):
+    """Parser network (eqs. 1-3) and the learnable temperatures s_0, s_1 of eqs. 6 and 11.
+
+    ``forward(emb [B, T, d], word [B, T], split [B, T-1]) -> (distance [B, T-1], height [B, T])``, fp32, 0 where
+    not defined (distance: not between two words; height: not a word)."""
+
+    def __init__(self, embed_dim: int, conv_layers: int = 3, conv_size: int = 9, layer_norm: bool = False,
+                 calibrate: bool = False):
+        super().__init__()
+        assert conv_size % 2 == 1, "the convolution kernel 2W+1 is odd"
+        d = embed_dim
+        self.convs = nn.ModuleList([nn.Conv1d(d, d, conv_size, padding=conv_size // 2) for _ in range(conv_layers)])
+        self.conv_norms = nn.ModuleList([nn.LayerNorm(d, elementwise_affine=False) if layer_norm else nn.Identity()
+                                         for _ in range(conv_layers)])
+        self.distance_hidden = nn.Linear(2 * d, d)  # W2^τ over [s_k; s_{k+1}] (the code's kernel-2 conv)
+        self.distance_out = nn.Linear(d, 1)
+        self.height_hidden = nn.Linear(d, d)
+        self.height_out = nn.Linear(d, 1)
+        self.hidden_norm = (lambda x: F.layer_norm(x, x.shape[-1:])) if layer_norm else (lambda x: x)
+        self.log_scale = nn.Parameter(torch.zeros(2))  # log s_0 (eq. 6), log s_1 (eq. 11); 1 at init as the code
+        self.calibrate = calibrate
+
+    @property
+    def scales(self) -> Tensor:
+        return self.log_scale.float().exp()
+
+    def forward(self, emb: Tensor, word: Tensor, split: Tensor) -> Tuple[Tensor, Tensor]:
+        h = emb
+        for conv, norm in zip(self.convs, self.conv_norms):
+            h = h.masked_fill(~word[..., None], 0.0)  # BOS/EOS/pad read as the conv's zero padding
+            h = torch.tanh(norm(conv(h.transpose(1, 2)).transpose(1, 2)))  # eq. 1
+        pair = torch.cat([h[:, :-1], h[:, 1:]], -1)
+        distance = self.distance_out(torch.tanh(self.hidden_norm(self.distance_hidden(pair)))).squeeze(-1)  # eq. 2
+        height = self.height_out(torch.tanh(self.hidden_norm(self.height_hidden(h)))).squeeze(-1)  # eq. 3
+        distance = torch.where(split, distance.float(), 0.0)
+        height = torch.where(word, height.float(), 0.0)
+        if self.calibrate:
+            distance = calibrate_distance(distance, height, word, split)
+        return distance, height
+
+
+# ------------------------------------------------------------------------------------------- calibration
+def calibrate_distance(distance: Tensor, height: Tensor, word: Tensor, split: Tensor) -> Tensor:
+    """The authors' code's distance calibration, **per sentence**: distance [B, T-1], height [B, T], word [B, T],
+    split [B, T-1] -> distance - margin_b (0 where not split), margin_b = max over the word spans [i, j] (inclusive,
+    not the whole sentence) of min(relu(τ_{i-1} - hmax(i, j)), relu(τ_j - hmax(i, j))), a sentence boundary being
+    +inf. O(T^2) memory."""
+    tau, delta = _fp(distance), _fp(height)
+    B, T = delta.shape
+    idx = torch.arange(T, device=delta.device)
+    upper = idx[:, None] <= idx[None, :]  # [i, j]: i <= j
+    neg = torch.finfo(delta.dtype).min
+    hmax = torch.cummax(torch.where(upper & word[:, None, :], delta[:, None, :], neg), -1).values  # [B, i, j]
+    no = split.new_zeros(B, 1)
+    zero = tau.new_zeros(B, 1)
+    left_ok, left_tau = torch.cat([no, split], 1), torch.cat([zero, tau], 1)  # split (i-1, i), by i
+    right_ok, right_tau = torch.cat([split, no], 1), torch.cat([tau, zero], 1)  # split (j, j+1), by j
+    ml = torch.relu(left_tau[:, :, None] - hmax)
+    mr = torch.relu(right_tau[:, None, :] - hmax)
+    lo, ro = left_ok[:, :, None], right_ok[:, None, :]
+    margin = torch.where(lo & ro, torch.minimum(ml, mr), torch.where(lo, ml, mr))
+    valid = upper & word[:, :, None] & word[:, None, :] & (lo | ro)
+    margin = torch.where(valid, margin, 0.0).flatten(1).max(1).values  # [B], >= 0
+    return torch.where(split, tau - margin[:, None], 0.0)
+
+
+# ------------------------------------------------------------------------------------------- p_D, fast
+def _range_valid(split: Tensor) -> Tensor:
+    """split [B, T-1] -> ok [B, T, T] with ok[a, b] (a <= b): every split a..b-1 exists (positions a..b are one
+    contiguous run of words); symmetric."""
+    bad = F.pad(torch.cumsum((~split).to(torch.int32), 1), (1, 0))  # [B, T]: missing splits before position t
+    return bad[:, :, None] == bad[:, None, :]
+
+
+def boundary_distributions(distance: Tensor, height: Tensor, word: Tensor, split: Tensor, scale: Tensor
+                           ) -> Tuple[Tensor, Tensor]:
+    """Eqs. 6-9: -> (p_left [B, T(i), T(l)], p_right [B, T(i), T(r)]) fp32; rows of non-words are 0, and each word
+    row sums to 1 over the words of its sentence (l <= i <= r)."""
+    tau, delta = _fp(distance), _fp(height)
+    B, T = delta.shape
+    idx = torch.arange(T, device=delta.device)
+    k = idx[:-1]
+    ok = _range_valid(split)
+    neg = torch.finfo(delta.dtype).min
+    x = scale * delta[:, :, None]  # [B, i, 1]
+    # left: R[i, j] = max_{j<=k<i} τ_k (reverse cummax of the row's τ_k, k < i), F_i(j) = P(l <= j)
+    A = torch.where(k[None, None, :] < idx[None, :, None], tau[:, None, :], neg)  # [B, i, k]
+    R = torch.flip(torch.cummax(torch.flip(A, [-1]), -1).values, [-1])
+    R = F.pad(R, (0, 1), value=0.0)  # column j = T-1 is never < i
+    before = idx[None, :] < idx[:, None]  # [i, j]: j < i
+    Fl = torch.where(before, torch.where(ok, torch.sigmoid(x - scale * torch.where(before, R, 0.0)), 0.0), 1.0)
+    p_left = Fl - F.pad(Fl[:, :, :-1], (1, 0), value=0.0)  # eq. 8 (0 for l > i: 1 - 1)
+    # right: Q[i, j] = max_{i<=k<=j} τ_k, G_i(j) = P(r >= j) = σ(s_0 (δ_i - Q[i, j-1])) for j > i
+    A = torch.where(k[None, None, :] >= idx[None, :, None], tau[:, None, :], neg)
+    Q = F.pad(torch.cummax(A, -1).values, (1, 0), value=0.0)  # column j holds max_{i<=k<j}
+    after = idx[None, :] > idx[:, None]
+    G = torch.where(after, torch.where(ok, torch.sigmoid(x - scale * torch.where(after, Q, 0.0)), 0.0), 1.0)
+    p_right = G - F.pad(G[:, :, 1:], (0, 1), value=0.0)  # eq. 9 (0 for r < i: 1 - 1)
+    row = word[:, :, None]
+    return torch.where(row, p_left, 0.0), torch.where(row, p_right, 0.0)
+
+
+def dependency_distribution(distance: Tensor, height: Tensor, word: Tensor, split: Tensor, dist_scale: Tensor,
+                            head_scale: Tensor) -> Tuple[Tensor, Tensor]:
+    """Eqs. 6-12 in O(B T^2) memory. distance [B, T-1] (τ_t between positions t, t+1, read where ``split``),
+    height [B, T] (δ, read where ``word``), dist_scale s_0 = 1/μ_1, head_scale s_1 = 1/μ_2 (scalars).
+
+    -> (p_D [B, T, T] fp32 (fp64 for fp64 inputs) with p_D[b, i, j] = p(parent of position i is position j),
+    0 on the diagonal and on every row/column that is not a word; root [B, T], the dropped self mass:
+    sum_j p_D[i, j] + root[i] = 1 for every word i, 0 elsewhere)."""
+    with torch.autocast(device_type=height.device.type, enabled=False):
+        delta = _fp(height)
+        s0, s1 = _fp(dist_scale), _fp(head_scale)
+        B, T = delta.shape
+        p_left, p_right = boundary_distributions(distance, delta, word, split, s0)
+        # eq. 11 by prefix sums: e_j = exp(s_1 δ_j - m_b), Z(l, r) = sum_{l<=k<=r} e_k
+        a = torch.where(word, s1 * delta, torch.finfo(delta.dtype).min)
+        m = a.max(1, keepdim=True).values.detach()
+        e = torch.where(word, torch.exp((a - m).clamp_min(HEAD_LOGIT_FLOOR)), 0.0)  # [B, T]
+        idx = torch.arange(T, device=delta.device)
+        upper = idx[:, None] <= idx[None, :]  # [l, r]
+        Z = torch.cumsum(torch.where(upper, e[:, None, :], 0.0), -1)  # [B, l, r], summed from l: no cancellation
+        has = upper & (Z > 0)
+        invZ = torch.where(has, 1.0 / torch.where(has, Z, 1.0), 0.0)
+        Ti = torch.bmm(p_right, invZ.transpose(1, 2))  # [B, i, l] = sum_r p_right(r|i) / Z(l, r)
+        Ui = torch.bmm(p_left, invZ)  # [B, i, r] = sum_l p_left(l|i) / Z(l, r)
+        left = e[:, None, :] * torch.cumsum(p_left * Ti, -1)  # j <= i: sum_{l<=j}
+        right = e[:, None, :] * torch.flip(torch.cumsum(torch.flip(p_right * Ui, [-1]), -1), [-1])  # j >= i
+        lower = idx[None, :] < idx[:, None]  # [i, j]: j < i
+        pair = word[:, :, None] & word[:, None, :]
+        p_D = torch.where(pair & lower, left, torch.where(pair & lower.T, right, 0.0))  # eq. 12
+        root = torch.where(word, torch.diagonal(left, dim1=1, dim2=2), 0.0)
+    return p_D, root
+
+
+# ------------------------------------------------------------------------------------------- p_D, direct
+def dependency_distribution_direct(distance, height, mu1: float = 1.0, mu2: float = 1.0) -> Tuple[np.ndarray,
+                                                                                                 np.ndarray]:
+    """Literal transcription of eqs. 6-12 for ONE sentence of n words (the slow reference of the tests), float64.
+
+    distance [n-1] (τ_k between words k and k+1), height [n] (δ), temperatures μ_1 (eq. 6), μ_2 (eq. 11); the
+    sentence boundaries are τ_{-1} = τ_{n-1} = +inf. -> (p_D [n, n] with p_D[i, j] = p_D(j|i), root [n] = the
+    j = i term that eq. 12 drops)."""
+    tau = [float(t) for t in np.asarray(distance, dtype=np.float64).reshape(-1)]
+    delta = np.asarray(height, dtype=np.float64).reshape(-1)
+    n = len(delta)
+    assert len(tau) == max(n - 1, 0)
+    tau_ext = {-1: np.inf, n - 1: np.inf}
+    tau_ext.update({k: t for k, t in enumerate(tau)})
+
+    def sig(z):
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def p_in_left(l, i):  # eq. 7: p(l ∈ C(x_i)) = σ((δ_i - max(τ_l..τ_{i-1})) / μ_1), 1 for l = i
+        if l == i:
+            return 1.0
+        return sig((delta[i] - max(tau_ext[k] for k in range(l, i))) / mu1)
+
+    def p_in_right(r, i):  # p(r ∈ C(x_i)) = σ((δ_i - max(τ_i..τ_{r-1})) / μ_1), 1 for r = i
+        if r == i:
+            return 1.0
+        return sig((delta[i] - max(tau_ext[k] for k in range(i, r))) / mu1)
+
+    p_left = np.zeros((n, n))
+    p_right = np.zeros((n, n))
+    for i in range(n):
+        for l in range(i + 1):  # eq. 8, with l - 1 = -1 outside (it crosses τ_{-1} = inf: probability 0)
+            p_left[i, l] = p_in_left(l, i) - (p_in_left(l - 1, i) if l >= 1 else 0.0)
+        for r in range(i, n):  # eq. 9
+            p_right[i, r] = p_in_right(r, i) - (p_in_right(r + 1, i) if r + 1 <= n - 1 else 0.0)
+    p_C = np.zeros((n, n, n))  # eq. 10: [i, l, r]
+    for i in range(n):
+        for l in range(i + 1):
+            for r in range(i, n):
+                p_C[i, l, r] = p_left[i, l] * p_right[i, r]
+    p_Pr = np.zeros((n, n, n))  # eq. 11: [l, r, j]
+    for l in range(n):
+        for r in range(l, n):
+            w = np.exp(delta[l:r + 1] / mu2 - np.max(delta[l:r + 1] / mu2))
+            p_Pr[l, r, l:r + 1] = w / w.sum()
+    full = np.einsum("ilr,lrj->ij", p_C, p_Pr)  # eq. 12 before zeroing j = i
+    root = np.diagonal(full).copy()
+    p_D = full.copy()
+    np.fill_diagonal(p_D, 0.0)
+    return p_D, root
+
+
+# ------------------------------------------------------------------------------------------- parsing
+def _post_order(spans) -> List[Span]:
+    return sorted(set(spans), key=lambda s: (s[1], -s[0]))
+
+
+def distance_to_spans(distance: Sequence[float]) -> List[Span]:
+    """Algorithm 1 for one sentence: distance [n-1] -> the n-1 half-open word spans (>= 2 words) of the binary tree
+    obtained by splitting every span at its largest distance (leftmost on ties), post-order, root (0, n)
+    included; [] for n < 2."""
+    d = np.asarray(distance, dtype=np.float64).reshape(-1)
+    n = d.shape[0] + 1
+    out: List[Span] = []
+    stack = [(0, n)]
+    while stack:
+        s, e = stack.pop()
+        if e - s < 2:
+            continue
+        out.append((s, e))
+        k = s + int(np.argmax(d[s:e - 1]))  # split between words k and k+1
+        stack += [(s, k + 1), (k + 1, e)]
+    return _post_order(out)
+
+
+def heads_from_dependency(p_D, height) -> List[int]:
+    """Eq. 17 for one sentence: p_D [n, n] (row i: p(parent j | word i)), height [n] -> heads, 1-based, 0 for the
+    root. The word of largest height is the root (the authors' evaluation); every other word takes
+    argmax_{j != i} p_D(j|i)."""
+    p = np.array(p_D, dtype=np.float64)
+    h = np.asarray(height, dtype=np.float64).reshape(-1)
+    n = h.shape[0]
+    if n == 0:
+        return []
+    np.fill_diagonal(p, -np.inf)
+    root = int(np.argmax(h))
+    return [0 if i == root else int(np.argmax(p[i])) + 1 for i in range(n)]
+
+
+def joint_parse(distance: Sequence[float], height: Sequence[float]) -> Tuple[List[Span], List[int]]:
+    """Algorithm 3 (Appendix A.1) for one sentence: split at the largest distance (leftmost on ties) as Algorithm 1;
+    a constituent's parent is the parent of larger height of its two children (the right one on ties, as the
+    algorithm's ``else``), and the other child's parent depends on it. -> (spans as :func:`distance_to_spans`,
+    heads 1-based with 0 for the root)."""
+    d = np.asarray(distance, dtype=np.float64).reshape(-1)
+    h = np.asarray(height, dtype=np.float64).reshape(-1)
+    n = h.shape[0]
+    heads = [0] * n
+    spans: List[Span] = []
+
+    def build(s: int, e: int) -> int:  # words s..e-1 -> parent word; iterative depth is O(n), fine for sentences
+        if e - s == 1:
+            return s
+        spans.append((s, e))
+        k = s + int(np.argmax(d[s:e - 1]))
+        pl, pr = build(s, k + 1), build(k + 1, e)
+        if h[pl] > h[pr]:
+            heads[pr] = pl + 1
+            return pl
+        heads[pl] = pr + 1
+        return pr
+
+    if n:
+        import sys
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 4 * n + 100))
+        try:
+            build(0, n)
+        finally:
+            sys.setrecursionlimit(limit)
+    return _post_order(spans), heads
+
+
+PARSE_METHODS = ("distance", "joint")
+
+__all__: Sequence[str] = (
+    "word_masks", "StructFormerParser", "calibrate_distance", "boundary_distributions", "dependency_distribution",
+    "dependency_distribution_direct", "distance_to_spans", "heads_from_dependency", "joint_parse", "PARSE_METHODS",
+)

@@ -1,0 +1,184 @@
+#!/usr/bin/env python
+"""Unsupervised-parsing MLMs vs the plain ``mlm_transformer`` (fairseq's TransformerEncoderLayer) of identical
+size, on the same masked batches, in one run.
+
+    python scripts/bench_induction.py [--quick] [--size small|base|tiny] [--device cpu|cuda]
+
+For each sentence length n (8..128 words, ``<s> w.. </s>``, 15% of words masked): train-step time (forward +
+masked-LM loss + backward + Adam step, median of ``--steps``) at about ``--tokens`` tokens per batch, and peak
+activation memory of one train step (CUDA: the allocator's peak; CPU: peak RSS growth of a fresh process).
+Pairs: ``constituent_transformer{size}`` and ``structformer{size}``, each against ``mlm_transformer`` with its
+layers, d, heads, FFN and activation (``mlm_for_*``); dropout 0.1 everywhere. Ratios are model / baseline.
+The last line is ``key=value`` pairs at the longest length (``constituent_time_ratio=``,
+``structformer_time_ratio=``, ``structformer_memory_ratio=``, ``constituent_memory_ratio=``, ...).
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+VOCAB = 10000
+PAIRS = {"constituent": ("constituent_transformer", "mlm_for_constituent_transformer"),
+         "structformer": ("structformer", "mlm_for_structformer")}
+SIZE_ARGS = ("encoder_embed_dim", "encoder_layers", "encoder_attention_heads", "encoder_ffn_embed_dim",
+             "activation_fn", "activation_dropout", "encoder_learned_pos", "max_positions")
+
+
+def dictionary():
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(VOCAB):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<mask>")
+    return d
+
+
+def build(name: str, size: str, device: str):
+    """``constituent_transformer``/``structformer`` of the size's arch, or ``mlm_for_X``: mlm_transformer with X's
+    sizes (layers, d, heads, FFN, activation) copied from X's arch, so each pair differs only in structure."""
+    import importlib
+
+    import fairseq_tree  # noqa: F401  (registers the models)
+    from fairseq_tree.models import mlm_transformer
+
+    suffix = "" if size == "base" else f"_{size}"
+    drop = dict(dropout=0.1, attention_dropout=0.1)
+    if name.startswith("mlm_for_"):
+        ref = build(name[len("mlm_for_"):], size, "cpu")
+        sizes = {k: getattr(ref.args, k) for k in SIZE_ARGS if hasattr(ref.args, k)}
+        torch.manual_seed(0)
+        return mlm_transformer.build_standalone(dictionary(), "mlm_transformer", **sizes, **drop).to(device)
+    module = importlib.import_module(f"fairseq_tree.models.{name}")
+    torch.manual_seed(0)
+    return module.build_standalone(dictionary(), name + suffix, **drop).to(device)
+
+
+def make_batch(n: int, bsz: int, device: str, seed: int):
+    """src [bsz, n+2] (``<s> w.. </s>``, equal lengths: timing, not padding, is measured), masked positions,
+    targets."""
+    d = dictionary()
+    g = torch.Generator().manual_seed(seed)
+    words = torch.randint(d.nspecial, VOCAB, (bsz, n), generator=g)
+    src = torch.cat([torch.full((bsz, 1), d.bos()), words, torch.full((bsz, 1), d.eos())], 1)
+    masked = torch.zeros_like(src, dtype=torch.bool)
+    masked[:, 1:-1] = torch.rand(bsz, n, generator=g) < 0.15
+    masked[:, 1] = True  # at least one per sentence
+    target = src[masked]
+    src = src.masked_fill(masked, d.index("<mask>"))
+    lengths = torch.full((bsz,), n + 2)
+    return src.to(device), lengths.to(device), masked.to(device), target.to(device)
+
+
+def train_steps(model, batch, steps: int, device: str) -> float:
+    src, lengths, masked, target = batch
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    model.train()
+    times = []
+    for i in range(steps + 1):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        logits, _ = model(src, lengths, masked_tokens=masked)
+        loss = torch.nn.functional.cross_entropy(logits.float(), target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        if i:  # the first step warms up
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2] if times else float("nan")
+
+
+def peak_memory_mb(name, size, n, bsz, device) -> float:
+    """Peak extra memory of one train step: CUDA allocator peak, or RSS growth in a fresh process."""
+    if device == "cuda":
+        model = build(name, size, device)
+        batch = make_batch(n, bsz, device, seed=1)
+        train_steps(model, batch, 0, device)  # optimizer state first
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        train_steps(model, batch, 0, device)
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
+    out = subprocess.run([sys.executable, __file__, "--_memory-child", json.dumps([name, size, n, bsz])],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _memory_child(spec):
+    name, size, n, bsz = json.loads(spec)
+    model = build(name, size, "cpu")
+    batch = make_batch(n, bsz, "cpu", seed=1)
+    train_steps(model, batch, 0, "cpu")  # optimizer state + allocator warm
+    with open("/proc/self/statm") as f:
+        base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    train_steps(model, batch, 0, "cpu")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(max(peak - base, 0) / 2**20)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--_memory-child":
+        return _memory_child(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny archs, lengths 8/32/64, under a minute")
+    ap.add_argument("--size", choices=["tiny", "small", "base"], default=None, help="arch size (default small)")
+    ap.add_argument("--lengths", default=None, help="comma-separated sentence lengths (default 8,16,32,64,128)")
+    ap.add_argument("--tokens", type=int, default=None, help="tokens per batch (default 4096; quick 1024)")
+    ap.add_argument("--steps", type=int, default=None, help="timed train steps per length (median reported)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = ap.parse_args()
+    size = args.size or ("tiny" if args.quick else "small")
+    lengths = [int(x) for x in (args.lengths or ("8,32,64" if args.quick else "8,16,32,64,128")).split(",")]
+    tokens = args.tokens or (1024 if args.quick else 4096)
+    steps = args.steps or (3 if args.quick else 5)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    names = sorted({n for pair in PAIRS.values() for n in pair})
+    models = {k: build(k, size, args.device) for k in names}
+    params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
+    print(f"size {size} on {args.device} (threads {torch.get_num_threads()}); parameters: "
+          + ", ".join(f"{k} {v:,}" for k, v in params.items()))
+    print(f"{'n':>4} {'bsz':>4} | " + " | ".join(f"{k:>12} ms {'ratio':>6} {'MB':>7} {'ratio':>6}" for k in PAIRS))
+    rows = []
+    for n in lengths:
+        bsz = max(1, tokens // (n + 2))
+        batch = make_batch(n, bsz, args.device, seed=0)
+        t = {k: train_steps(m, batch, steps, args.device) for k, m in models.items()}
+        skip = args.no_memory or (args.quick and n != lengths[-1])  # quick: memory at the longest length only
+        mem = {k: (float("nan") if skip else peak_memory_mb(k, size, n, bsz, args.device)) for k in names}
+        row = dict(n=n, bsz=bsz, t=t, mem=mem)
+        cells = []
+        for key, (model, base) in PAIRS.items():
+            row[f"{key}_time_ratio"] = t[model] / t[base]
+            row[f"{key}_memory_ratio"] = mem[model] / max(mem[base], 1e-6)
+            cells.append(f"{t[model] * 1e3:8.1f} ms {row[f'{key}_time_ratio']:6.2f} {mem[model]:7.1f} "
+                         f"{row[f'{key}_memory_ratio']:6.2f}")
+        print(f"{n:4d} {bsz:4d} | " + " | ".join(cells) + "   baselines: " +
+              ", ".join(f"{b} {t[b] * 1e3:.1f} ms {mem[b]:.1f} MB" for _, b in PAIRS.values()))
+        rows.append(row)
+    last = rows[-1]
+    kv = dict(size=size, device=args.device, n=last["n"])
+    for key in PAIRS:
+        kv[f"{key}_time_ratio"] = round(last[f"{key}_time_ratio"], 3)
+        kv[f"{key}_memory_ratio"] = round(last[f"{key}_memory_ratio"], 3)
+        kv[f"{key}_mean_time_ratio"] = round(sum(r[f"{key}_time_ratio"] for r in rows) / len(rows), 3)
+    print(" ".join(f"{k}={v}" for k, v in kv.items()))
+
+
+if __name__ == "__main__":
+    main()

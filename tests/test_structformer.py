@@ -1,0 +1,296 @@
+"""StructFormer (fairseq_tree/models/structformer.py and its two modules): the O(T^2) dependency distribution
+against the literal eqs. 6-12, memory bound, batch invariance, parsing on hand-made inputs, training, masks."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from fairseq.data import Dictionary
+
+from fairseq_tree.models import structformer as sfm  # registers the model and its architectures
+from fairseq_tree.modules.dependency_attention import DependencyAttention, dependency_relations
+from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution,
+                                                      dependency_distribution_direct, distance_to_spans,
+                                                      heads_from_dependency, joint_parse, word_masks)
+
+torch.set_num_threads(1)
+
+
+def make_dict():
+    d = Dictionary()  # <s>=0 <pad>=1 </s>=2 <unk>=3
+    for w in "the cat sat on a mat dog ran to park big red".split():
+        d.add_symbol(w)
+    d.add_symbol("<mask>")
+    return d
+
+
+def layout(lengths, T=None, vocab=(4, 16), bos=0, eos=2, pad=1, gen=None):
+    """[B, T] tokens `<s> w_1..w_n </s> <pad>..` with random words."""
+    T = T or max(lengths) + 2
+    tok = torch.full((len(lengths), T), pad, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        tok[b, 0] = bos
+        tok[b, 1:n + 1] = torch.randint(vocab[0], vocab[1], (n,), generator=gen)
+        tok[b, n + 1] = eos
+    return tok
+
+
+# ------------------------------------------------------------------------------ (1) fast == direct eqs. 6-12
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dependency_distribution_matches_direct(seed):
+    g = torch.Generator().manual_seed(seed)
+    lengths = [1, 2, 3, 7, 12, 5]
+    tok = layout(lengths, T=16, gen=g)
+    word, split = word_masks(tok, 0, 2, 1)
+    B, T = tok.shape
+    dist = torch.randn(B, T - 1, generator=g) * 2.0
+    height = torch.randn(B, T, generator=g) * 2.0
+    s0, s1 = torch.tensor(1.3), torch.tensor(0.7)
+    p, root = dependency_distribution(dist, height, word, split, s0, s1)
+    assert p.dtype == torch.float32 and p.shape == (B, T, T) and root.shape == (B, T)
+    for b, n in enumerate(lengths):
+        pd, rt = dependency_distribution_direct(dist[b, 1:n].double().numpy(), height[b, 1:n + 1].double().numpy(),
+                                                mu1=1 / 1.3, mu2=1 / 0.7)
+        np.testing.assert_allclose(p[b, 1:n + 1, 1:n + 1].numpy(), pd, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(root[b, 1:n + 1].numpy(), rt, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(pd.sum(1) + rt, 1.0, atol=1e-12)  # the direct reference is normalised too
+        assert np.abs(pd).sum() > 0 or n == 1
+
+
+def test_dependency_distribution_two_words_by_hand():
+    """n = 2: p_D(1|0) = σ(s0(δ0-τ0)) e1/(e0+e1), root_0 = 1 - σ(..) + σ(..) e0/(e0+e1)."""
+    tok = torch.tensor([[0, 5, 6, 2]])
+    word, split = word_masks(tok, 0, 2, 1)
+    tau0, d0, d1, s0, s1 = 0.4, 1.1, -0.3, 2.0, 1.5
+    dist = torch.tensor([[0.0, tau0, 0.0]])
+    height = torch.tensor([[0.0, d0, d1, 0.0]])
+    p, root = dependency_distribution(dist, height, word, split, torch.tensor(s0), torch.tensor(s1))
+    sig = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
+    c0, c1 = sig(s0 * (d0 - tau0)), sig(s0 * (d1 - tau0))  # word i crosses the split
+    e0, e1 = math.exp(s1 * d0), math.exp(s1 * d1)
+    assert p[0, 1, 2].item() == pytest.approx(c0 * e1 / (e0 + e1), abs=1e-6)
+    assert p[0, 2, 1].item() == pytest.approx(c1 * e0 / (e0 + e1), abs=1e-6)
+    assert root[0, 1].item() == pytest.approx(1 - c0 + c0 * e0 / (e0 + e1), abs=1e-6)
+    assert p[0, 1, 1].item() == 0.0
+
+
+def test_dependency_distribution_gradients():
+    """Backward of the prefix-sum/cummax form (fp64 path) against finite differences, padding included."""
+    g = torch.Generator().manual_seed(4)
+    tok = layout([4, 2], T=7, gen=g)
+    word, split = word_masks(tok, 0, 2, 1)
+    dist = torch.randn(2, 6, generator=g, dtype=torch.float64).requires_grad_()
+    height = torch.randn(2, 7, generator=g, dtype=torch.float64).requires_grad_()
+    scales = torch.tensor([0.2, -0.3], dtype=torch.float64, requires_grad=True)
+
+    def f(dist, height, scales):
+        s = scales.exp()
+        p, root = dependency_distribution(dist, height, word, split, s[0], s[1])
+        return p, root
+
+    assert torch.autograd.gradcheck(f, (dist, height, scales), eps=1e-6, atol=1e-6)
+
+
+def test_calibration_is_per_sentence_and_matches_loops():
+    g = torch.Generator().manual_seed(3)
+    lengths = [6, 3, 1, 9]
+    tok = layout(lengths, gen=g)
+    word, split = word_masks(tok, 0, 2, 1)
+    B, T = tok.shape
+    dist = torch.randn(B, T - 1, generator=g) + 1.5  # distances mostly above heights: positive margins
+    height = torch.randn(B, T, generator=g)
+    out = calibrate_distance(torch.where(split, dist, 0.0), torch.where(word, height, 0.0), word, split)
+    for b, n in enumerate(lengths):
+        tau, dl = dist[b, 1:n].tolist(), height[b, 1:n + 1].tolist()
+        tau_ext = lambda k: math.inf if k < 0 or k >= n - 1 else tau[k]  # noqa: E731
+        margin = 0.0
+        for i in range(n):
+            for j in range(i, n):
+                if i == 0 and j == n - 1:
+                    continue  # the whole sentence
+                hm = max(dl[i:j + 1])
+                margin = max(margin, min(max(tau_ext(i - 1) - hm, 0.0), max(tau_ext(j) - hm, 0.0)))
+        np.testing.assert_allclose(out[b, 1:n].numpy(), np.array(tau) - margin, atol=1e-6)
+        assert (out[b, :1] == 0).all() and (out[b, n:] == 0).all()
+    assert (out[:, 1:] != torch.where(split, dist, 0.0)[:, 1:]).any()  # the shift did something
+
+
+# ------------------------------------------------------------------------------ (2) no [B, T, T, T] tensor
+def test_no_cubic_tensor():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class MaxNumel(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    MaxNumel.largest = max(MaxNumel.largest, t.numel())
+            return out
+
+    B, n = 2, 30
+    tok = layout([n, n - 7])
+    word, split = word_masks(tok, 0, 2, 1)
+    T = tok.size(1)
+    dist = torch.randn(B, T - 1, requires_grad=True)
+    height = torch.randn(B, T, requires_grad=True)
+    scale = torch.zeros(2, requires_grad=True)
+    with MaxNumel():
+        s = scale.exp()
+        p, root = dependency_distribution(dist, height, word, split, s[0], s[1])
+        (p.sum() + root.sum()).backward()
+    assert MaxNumel.largest <= B * T * T  # O(B T^2): nothing of size B T^3 (= 34 times more here)
+    assert dist.grad.abs().sum() > 0 and height.grad.abs().sum() > 0 and scale.grad.abs().sum() > 0
+
+
+# ------------------------------------------------------------------------------ (3) batch invariance
+@pytest.mark.parametrize("overrides", [{}, {"sf_calibrate": True, "sf_parser_layernorm": True,
+                                            "sf_relations": "parent,dependent,sibling"}])
+def test_batch_invariance(overrides):
+    torch.manual_seed(0)
+    d = make_dict()
+    model = sfm.build_standalone(d, "structformer_tiny", **overrides).eval()
+    g = torch.Generator().manual_seed(5)
+    batch = layout([5, 11, 8, 3], gen=g)
+    with torch.no_grad():
+        logits, extra = model(batch)
+        ind = model.induce(batch)
+        for b in (0, 3, 2):
+            n = int(extra["word_mask"][b].sum())
+            alone = batch[b:b + 1, : n + 2]
+            la, ea = model(alone)
+            k = n + 2
+            torch.testing.assert_close(la[0], logits[b, :k], atol=1e-5, rtol=0)
+            torch.testing.assert_close(ea["distance"][0], extra["distance"][b, :k - 1], atol=1e-5, rtol=0)
+            torch.testing.assert_close(ea["height"][0], extra["height"][b, :k], atol=1e-5, rtol=0)
+            torch.testing.assert_close(ea["dependency"][0], extra["dependency"][b, :k, :k], atol=1e-5, rtol=0)
+            torch.testing.assert_close(ea["root"][0], extra["root"][b, :k], atol=1e-5, rtol=0)
+            ia = model.induce(alone)
+            assert ia.spans[0] == ind.spans[b] and ia.heads[0] == ind.heads[b]
+            torch.testing.assert_close(ia.maps["dependency"][0], ind.maps["dependency"][b, :n, :n], atol=1e-5, rtol=0)
+
+
+# ------------------------------------------------------------------------------ (4) parsing by hand
+def test_distance_splitting_by_hand():
+    # ((w0 (w1 w2)) (w3 w4)): largest distance 3 between w2|w3, then 2 between w0|w1
+    assert distance_to_spans([2.0, 0.5, 3.0, 1.0]) == [(1, 3), (0, 3), (3, 5), (0, 5)]
+    assert distance_to_spans([1.0, 1.0, 1.0]) == [(2, 4), (1, 4), (0, 4)]  # ties: leftmost, right-branching
+    assert distance_to_spans([3.0, 2.0, 1.0]) == [(2, 4), (1, 4), (0, 4)]
+    assert distance_to_spans([1.0, 2.0, 3.0]) == [(0, 2), (0, 3), (0, 4)]
+    assert distance_to_spans([0.3]) == [(0, 2)] and distance_to_spans([]) == []
+
+
+def test_heads_by_hand():
+    p = np.array([[0.0, 0.6, 0.3, 0.1],
+                  [0.1, 0.0, 0.2, 0.5],
+                  [0.0, 0.7, 0.0, 0.2],
+                  [0.1, 0.2, 0.6, 0.0]])
+    height = [0.1, 2.0, 0.5, -1.0]  # word 1 is the highest -> root
+    assert heads_from_dependency(p, height) == [2, 0, 2, 3]
+    # Algorithm 3 on ((w0 (w1 w2)) (w3 w4)) with heights [1, 3, 2, .5, 4]: w2<-w1, w0<-w1, w3<-w4, w1<-w4
+    spans, heads = joint_parse([2.0, 0.5, 3.0, 1.0], [1.0, 3.0, 2.0, 0.5, 4.0])
+    assert spans == [(1, 3), (0, 3), (3, 5), (0, 5)]
+    assert heads == [2, 5, 2, 5, 0]
+    assert joint_parse([], [0.3]) == ([], [0])
+
+
+def test_induce_layout():
+    torch.manual_seed(1)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny")
+    tok = layout([4, 1, 6], gen=torch.Generator().manual_seed(2))
+    for method in ("distance", "joint"):
+        st = model.induce(tok, method=method)
+        assert st.lengths.tolist() == [4, 1, 6]
+        for b, n in enumerate([4, 1, 6]):
+            assert len(st.spans[b]) == max(n - 1, 0) and (n < 2 or st.spans[b][-1] == (0, n))
+            assert len(st.heads[b]) == n and st.heads[b].count(0) == 1
+            assert all(0 <= h <= n and h != i + 1 for i, h in enumerate(st.heads[b]))
+        assert st.maps["dependency"].shape == (3, 6, 6) and st.maps["distance"].shape == (3, 5)
+        assert st.maps["height"].shape == (3, 6) and st.maps["dependency"].dtype == torch.float32
+    # the maps are the model's own structure at the word positions
+    _, extra = model.eval()(tok)
+    torch.testing.assert_close(st.maps["dependency"][2], extra["dependency"][2, 1:7, 1:7])
+    torch.testing.assert_close(st.maps["distance"][0, :3], extra["distance"][0, 1:4])
+    assert st.spans[0] == distance_to_spans(extra["distance"][0, 1:4].tolist())
+
+
+# ------------------------------------------------------------------------------ (5) training
+def test_tiny_model_trains_and_parser_gets_gradients():
+    torch.manual_seed(0)
+    d = make_dict()
+    model = sfm.build_standalone(d, "structformer_tiny")
+    g = torch.Generator().manual_seed(0)
+    tok = layout([6, 9, 4, 7, 8, 5], gen=g)
+    word = tok.ge(4)
+    masked = word & (torch.rand(tok.shape, generator=g) < 0.3)
+    masked[0, 1] = True
+    src = tok.masked_fill(masked, d.index("<mask>"))
+    target = tok[masked]
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def loss_fn():
+        logits, _ = model(src, masked_tokens=masked)
+        return F.cross_entropy(logits.float(), target)
+
+    first = loss_fn()
+    first.backward()
+    p = model.encoder.parser
+    for name, t in (("conv", p.convs[0].weight), ("distance", p.distance_out.weight),
+                    ("height", p.height_out.weight), ("scales", p.log_scale),
+                    ("relations", model.encoder.layers[0].attn.rel_logits)):
+        assert t.grad is not None and t.grad.abs().sum() > 0, name
+    opt.step()
+    for _ in range(24):
+        opt.zero_grad()
+        loss_fn().backward()
+        opt.step()
+    assert loss_fn().item() < 0.7 * first.item()
+
+
+def test_structure_is_fp32_under_autocast():
+    torch.manual_seed(0)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny").eval()
+    tok = layout([5, 3])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, extra = model(tok)
+    for k in ("distance", "height", "dependency", "root"):
+        assert extra[k].dtype == torch.float32, k
+
+
+# ------------------------------------------------------------------------------ (6) masks / rows
+def test_padding_rows_and_attention_masks():
+    torch.manual_seed(0)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny").eval()
+    tok = layout([5, 1, 3], T=9)
+    with torch.no_grad():
+        _, extra = model(tok)
+    p, root, word = extra["dependency"], extra["root"], extra["word_mask"]
+    nonword = ~word
+    assert (p[nonword] == 0).all() and (p.transpose(1, 2)[nonword] == 0).all() and (root[nonword] == 0).all()
+    assert (torch.diagonal(p, dim1=1, dim2=2) == 0).all()
+    # rows of words: sum_j p_D(j|i) + root_i = 1 (the root mass is the j = i term eq. 12 drops)
+    torch.testing.assert_close((p.sum(-1) + root)[word], torch.ones(int(word.sum())), atol=1e-5, rtol=0)
+    assert (p.sum(-1)[word] < 1 + 1e-6).all()
+    assert root[1, 1].item() == pytest.approx(1.0)  # a one-word sentence: all mass on the root
+    # the attention gives and receives nothing at BOS/EOS/pad; eqs. 13-16 by hand
+    attn = model.encoder.layers[0].attn
+    x = torch.randn(3, 9, 32)
+    rel = dependency_relations(p, ("parent", "dependent"))
+    out, w = attn(x, rel, word, need_weights=True)
+    assert (w[nonword[:, None, :, None].expand_as(w)] == 0).all()
+    assert (w.transpose(-1, -2)[nonword[:, None, :, None].expand_as(w)] == 0).all()
+    q, k, v = attn.in_proj(x).split(32, -1)
+    mix = torch.softmax(attn.rel_logits, -1)
+    for h in range(2):
+        sl = slice(16 * h, 16 * (h + 1))
+        gate = torch.sigmoid(q[..., sl] @ k[..., sl].transpose(1, 2) / 4.0)
+        ph = mix[h, 0] * p + mix[h, 1] * p.transpose(1, 2)
+        torch.testing.assert_close(w[:, h], ph * gate, atol=1e-6, rtol=0)
+    sib = dependency_relations(p, ("sibling",))[:, 0]
+    ref = p @ p.transpose(1, 2)
+    ref = ref - torch.diag_embed(torch.diagonal(ref, dim1=1, dim2=2))
+    torch.testing.assert_close(sib, ref)
+    assert isinstance(attn, DependencyAttention)
