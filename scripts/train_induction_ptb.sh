@@ -4,7 +4,8 @@
 #
 #   scripts/train_induction_ptb.sh [SHARED=../shared] [WORK=work/induction]
 #   env: MINUTES=20 (training time per model), SIZE=small (arch suffix: "" paper size, _small, _tiny),
-#        MODELS="constituent_transformer structformer mlm_transformer", EXTRA="..." (more fairseq-train flags)
+#        MODELS="constituent_transformer structformer mlm_transformer mlm_transformer_sf", EXTRA="..." (more
+#        fairseq-train flags). mlm_transformer has constituent_transformer's size, mlm_transformer_sf StructFormer's.
 #
 # Training text (fairseq_tree.data.induction_text: words only, lower-cased, digits -> N, punctuation dropped):
 # the words of ptb_sample/train.mrg + wsj22.mrg and the English side of Multi30k train (34,096 sentences;
@@ -20,7 +21,7 @@ SHARED=${1:-../shared}
 WORK=${2:-work/induction}
 MINUTES=${MINUTES:-20}
 SIZE=${SIZE-_small}
-MODELS=${MODELS:-"constituent_transformer structformer mlm_transformer"}
+MODELS=${MODELS:-"constituent_transformer structformer mlm_transformer mlm_transformer_sf"}
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 PY=${PYTHON:-python}
@@ -38,8 +39,7 @@ HOURS=$($PY -c "print($MINUTES / 60)")
 for M in $MODELS; do
   CK=$WORK/ckpt_$M
   case $M in
-    mlm_transformer) ARCH=mlm_transformer$SIZE; SELECT="--best-checkpoint-metric loss" ;;
-    structformer) ARCH=structformer$SIZE; SELECT="--best-checkpoint-metric uf1 --maximize-best-checkpoint-metric" ;;
+    mlm_transformer*) ARCH=$M$SIZE; SELECT="--best-checkpoint-metric loss" ;;
     *) ARCH=$M$SIZE; SELECT="--best-checkpoint-metric uf1 --maximize-best-checkpoint-metric" ;;
   esac
   fairseq-train "$WORK/data-bin" --user-dir fairseq_tree --task tree_induction --arch "$ARCH" \
@@ -51,7 +51,7 @@ for M in $MODELS; do
     --log-format simple --log-interval 50 $EXTRA > "$WORK/train_$M.log" 2>&1
   UPDATES=$(grep -o "num_updates [0-9]*" "$WORK/train_$M.log" | tail -1 | cut -d' ' -f2)
   NOSTRUCT=""
-  [ "$M" = mlm_transformer ] && NOSTRUCT="--no-structure"
+  case $M in mlm_transformer*) NOSTRUCT="--no-structure" ;; esac
   for SET in ptbvalid wsj22; do
     if [ $SET = ptbvalid ]; then TB=$D/ptb_sample/valid.mrg; DEPS=$D/ptb_sample/valid.conllu; else TB=$D/wsj22/wsj22.mrg; DEPS=$D/wsj22/wsj22.sd.conll; fi
     fairseq-tree-induce --path "$CK/checkpoint_best.pt" --treebank "$TB" --deps "$DEPS" \

@@ -6,7 +6,10 @@
 #
 #   scripts/train_lal_ptb.sh [SHARED=../shared] [WORK=work/lal_ptb]
 #   env: MINUTES=5 (training time per setting), ARCH=lal_parser_small,
-#        CONFIGS="tags_untied tags_tied notags_untied notags_tied", EXTRA="..." (more fairseq-train flags)
+#        CONFIGS="tags_untied tags_tied notags_untied notags_tied stanza", EXTRA="..." (more fairseq-train flags),
+#        STANZA_SIZE=small (the `stanza` setting: stanza's tagger + constituency parser trained on the same
+#        data by scripts/train_stanza_parser.sh, dev = wsj22, scored by the same scorer; it predicts its own
+#        tags and has no dependencies)
 #
 # Writes WORK/data-bin (binarized: train = ptb_sample/train + .conllu, valid = wsj22 + .sd.conll,
 # test = ptb_sample/valid + .conllu), WORK/ckpt_CONFIG/, WORK/parse_CONFIG_{ptbvalid,wsj22}.{trees,conllu},
@@ -16,7 +19,9 @@ SHARED=${1:-../shared}
 WORK=${2:-work/lal_ptb}
 MINUTES=${MINUTES:-5}
 ARCH=${ARCH:-lal_parser_small}
-CONFIGS=${CONFIGS:-"tags_untied tags_tied notags_untied notags_tied"}
+CONFIGS=${CONFIGS:-"tags_untied tags_tied notags_untied notags_tied stanza"}
+STANZA_SIZE=${STANZA_SIZE:-small}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 PY=${PYTHON:-python}
@@ -31,6 +36,37 @@ fi
 HOURS=$($PY -c "print($MINUTES / 60)")
 [ -f "$WORK/results.md" ] || printf '| setting | arch | updates | ptb_sample/valid F1 | UAS | LAS | wsj22 F1 | UAS | LAS |\n|---|---|---|---|---|---|---|---|---|\n' > "$WORK/results.md"
 for C in $CONFIGS; do
+  if [ "$C" = stanza ]; then
+    SM=$WORK/stanza_$STANZA_SIZE
+    if [ ! -f "$SM/model_info.json" ]; then
+      mkdir -p "$WORK/stanza_treebank"
+      ln -sf "$(cd "$D/ptb_sample" && pwd)/train.mrg" "$WORK/stanza_treebank/train.mrg"
+      ln -sf "$(cd "$D/wsj22" && pwd)/wsj22.mrg" "$WORK/stanza_treebank/wsj22.mrg"   # the dev set
+      bash "$REPO/scripts/train_stanza_parser.sh" "$WORK/stanza_treebank" "$SM" --size "$STANZA_SIZE" > "$WORK/train_stanza.log" 2>&1
+    fi
+    $PY - "$SM" "$D" "$WORK" "$STANZA_SIZE" >> "$WORK/results.md" <<'PYEOF'
+import json, sys, time
+from fairseq_tree.data.parsing_data import read_parse_trees
+from fairseq_tree.evaluation.bracket_f1 import bracket_f1
+from preprocess.parsers.stanza_parser import StanzaParser
+sm, d, w, size = sys.argv[1:5]
+parser = StanzaParser(model_dir=sm)
+row = []
+for name, gold_path in (("ptbvalid", f"{d}/ptb_sample/valid.mrg"), ("wsj22", f"{d}/wsj22/wsj22.mrg")):
+    gold = list(read_parse_trees(gold_path))
+    t0 = time.time()
+    brackets = parser.parse([g.words for g in gold])
+    out = f"{w}/parse_stanza_{name}.trees"
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(" ".join(b.split()) for b in brackets) + "\n")
+    s = bracket_f1(gold, list(read_parse_trees(out)))
+    print(f"stanza {name}: {s} ({len(gold) / (time.time() - t0):.1f} sentences/s)", file=sys.stderr)
+    row.append(f"{s['f1']:.2f} | - | -")
+print(f"| stanza ({size}, own tags) | stanza | - | " + " | ".join(row) + " |")
+PYEOF
+    tail -1 "$WORK/results.md"
+    continue
+  fi
   FLAGS=""
   case $C in *notags*) FLAGS="$FLAGS --no-pos-tags";; esac
   case $C in *_tied) FLAGS="$FLAGS --lal-tie-heads";; esac

@@ -19,9 +19,10 @@ class InducedStructure:
     """Induced structures of a batch of B sentences.
 
     lengths: [B] long, words per sentence (n_b).
-    spans:   per sentence, the half-open word spans (i, j) of the induced binary constituency tree, in the
+    spans:   per sentence, the half-open word spans (i, j) of the induced constituency tree, in the
              canonical post-order of :mod:`fairseq_tree.trees` (sorted by (j, -i)), root (0, n) included,
-             single words excluded (n - 1 spans for n >= 2 words; none for one word).
+             single words excluded: n - 1 spans for a binary tree (StructFormer, greedy parsing), fewer when
+             Algorithm 1 of constituent attention leaves a flat constituent (paper Fig. 3); none for one word.
     heads:   per sentence, the head of each word, 1-based with 0 for the root (CoNLL-U convention);
              None for a model that induces no dependencies.
     maps:    named fp32 CPU tensors for plots, each [B, ..., n_max, n_max] over word positions

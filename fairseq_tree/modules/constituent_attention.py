@@ -148,8 +148,8 @@ def constituent_prior(a: Tensor, allowed: Tensor, eps: float = LOG_EPS, diagonal
     C = C.masked_fill(~allowed, 0.0)
     if diagonal is not None:
         assert word is not None
-        d = torch.where(word, float(diagonal), 1.0)
-        C = C - torch.diag_embed(1.0 - d)
+        eye = torch.eye(C.size(1), dtype=torch.bool, device=C.device)
+        C = torch.where(eye & word[:, :, None], float(diagonal), C)  # exact (1 - (1 - d) rounds in fp32)
     return C
 
 
