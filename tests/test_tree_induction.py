@@ -183,3 +183,27 @@ def test_structformer_train_validate_induce(corpus, tmp_path):
          "--no-perplexity")
     assert len(list(read_conllu(str(tmp_path / "joint" / "deps.conllu")))) == 60
     assert json.loads((tmp_path / "joint" / "scores.json").read_text())["heads_not_tree"] == 0
+
+
+def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
+    """A fairseq-tree-preprocess --only-source directory (leaves without EOS, dict.SRC.txt) is read too."""
+    if not (PTB / "train.mrg").is_file():
+        pytest.skip(f"{PTB} not found")
+    trees = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "train.en").write_text("\n".join(trees[:80]) + "\n", encoding="utf-8")
+    (tmp_path / "valid.en").write_text("\n".join(trees[80:100]) + "\n", encoding="utf-8")
+    _run(BIN / "fairseq-tree-preprocess", "-s", "en", "--only-source", "--trainpref", tmp_path / "train",
+         "--validpref", tmp_path / "valid", "--parser", "given", "--destdir", tmp_path / "bin")
+    from fairseq_tree.tasks.tree_induction import TreeInductionConfig, TreeInductionTask
+    from fairseq_tree.trees import tree_from_brackets
+
+    task = TreeInductionTask.setup_task(TreeInductionConfig(data=str(tmp_path / "bin"), seed=1))
+    task.load_dataset("valid")
+    task.policy.prob, task.policy.leave_unmasked, task.policy.random_token = 0.15, 0.1, 0.1
+    ds, d = task.datasets["valid"], task.source_dictionary
+    assert len(ds) == 20
+    words = tree_from_brackets(trees[80]).words
+    assert ds[0]["source"].tolist() == [d.bos()] + [d.index(w) for w in words] + [d.eos()]
+    _run(BIN / "fairseq-train", tmp_path / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "tree_induction",
+         "--arch", "mlm_transformer_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3",
+         "--max-tokens", "1000", "--max-update", "3", "--cpu", "--save-dir", tmp_path / "ck", "--no-save")

@@ -3,7 +3,8 @@ StructFormer, Shen et al. 2021) and of the plain ``mlm_transformer`` baseline un
 
 Data: ``fairseq-preprocess --only-source`` on plain text, one sentence of words per line (``dict.txt``,
 ``{split}.bin/.idx``); ``python -m fairseq_tree.data.induction_text`` writes such text from treebanks and raw
-text with the literature's normalisation. One sentence per sample, ``<s> w_1 .. w_n </s>``, never packed
+text with the literature's normalisation. A ``fairseq-tree-preprocess --only-source`` directory works too (its
+leaves are read; run it without BPE for word-level trees). One sentence per sample, ``<s> w_1 .. w_n </s>``, never packed
 (:mod:`fairseq_tree.data.masked_sentence_dataset`). Trees are over the tokens, so the text must have one token
 per word: run no BPE. A user who wants subwords gets trees over subwords; to score them against a treebank,
 merge each word's pieces first (not done here).
@@ -29,7 +30,7 @@ from typing import Optional
 import numpy as np
 import torch
 from fairseq import metrics
-from fairseq.data import Dictionary, ListDataset, data_utils
+from fairseq.data import AppendTokenDataset, Dictionary, ListDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
@@ -103,14 +104,29 @@ class TreeInductionTask(FairseqTask):
         self.eval_gold = None  # list of gold sentences of --eval-treebank, in valid-dataset order
 
     @classmethod
+    def data_layout(cls, data: str):
+        """-> (dictionary path, split -> dataset prefix, EOS stored?) for the two layouts a directory may have:
+        ``fairseq-preprocess --only-source`` (``dict.txt``, ``{split}.bin``; lines end with EOS) or
+        ``fairseq-tree-preprocess --only-source`` (``dict.SRC.txt``, leaves ``{split}.SRC-None.SRC.bin``, no EOS;
+        its node/span files are not used)."""
+        if os.path.exists(os.path.join(data, "dict.txt")):
+            return os.path.join(data, "dict.txt"), lambda split: os.path.join(data, split), True
+        langs = [f[len("dict."):-len(".txt")] for f in sorted(os.listdir(data)) if f.startswith("dict.")
+                 and f.endswith(".txt") and f.count(".") == 2] if os.path.isdir(data) else []
+        if len(langs) == 1:
+            src = langs[0]
+            return (os.path.join(data, f"dict.{src}.txt"), lambda split: os.path.join(data, f"{split}.{src}-None.{src}"),
+                    False)
+        raise FileNotFoundError(f"{data}: no dict.txt (fairseq-preprocess --only-source) and not exactly one "
+                                f"dict.SRC.txt (fairseq-tree-preprocess --only-source); found {langs}")
+
+    @classmethod
     def setup_task(cls, cfg: TreeInductionConfig, **kwargs):
         if cfg.data is None:
             raise ValueError("tree_induction: give the data directory (fairseq-preprocess --only-source)")
-        path = os.path.join(cfg.data, "dict.txt")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: missing (run fairseq-preprocess --only-source --destdir {cfg.data})")
+        path, _, _ = cls.data_layout(cfg.data)
         dictionary = Dictionary.load(path)
-        logger.info("dictionary: %d types", len(dictionary))
+        logger.info("dictionary %s: %d types", path, len(dictionary))
         return cls(cfg, dictionary)
 
     @property
@@ -141,10 +157,13 @@ class TreeInductionTask(FairseqTask):
         if split == "valid" and self.cfg.eval_treebank:
             tokens = self._treebank_tokens()
         else:
-            prefix = os.path.join(self.cfg.data, split)
+            _, prefix_of, has_eos = self.data_layout(self.cfg.data)
+            prefix = prefix_of(split)
             tokens = data_utils.load_indexed_dataset(prefix, self.dictionary, None, combine=combine)
             if tokens is None:
                 raise FileNotFoundError(f"{prefix}.bin/.idx: split {split!r} not found in {self.cfg.data}")
+            if not has_eos:
+                tokens = AppendTokenDataset(tokens, self.dictionary.eos())
         self.datasets[split] = MaskedSentenceDataset(
             tokens, self.dictionary, self.mask_idx, self.policy, seed=self.cfg.seed,
             tag="treebank" if split == "valid" and self.cfg.eval_treebank else None)
