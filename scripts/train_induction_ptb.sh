@@ -8,9 +8,11 @@
 #        fairseq-train flags). mlm_transformer has constituent_transformer's size, mlm_transformer_sf StructFormer's.
 #
 # Training text (fairseq_tree.data.induction_text: words only, lower-cased, digits -> N, punctuation dropped):
-# the words of ptb_sample/train.mrg + wsj22.mrg and the English side of Multi30k train (34,096 sentences;
-# the PTB sample alone has 3,396, too few for a masked LM). Unsupervised parsers are trained on the text of
-# the sentences they are scored on, as in the papers (WSJ-all for Wang et al.). Vocabulary: 10k types.
+# CORPUS=all: the words of ptb_sample/train.mrg + wsj22.mrg and the English side of Multi30k train (34,096
+# sentences, 486k tokens); CORPUS=ptb: the two treebanks only (5,096 sentences, the WSJ domain the scores are
+# on; many more epochs in the same time). Unsupervised parsers are trained on the text of the sentences they
+# are scored on, as in the papers (WSJ-all for Wang et al.); ptb_sample/valid is never trained on.
+# Vocabulary: 10k types.
 # Model selection: wsj22 UF1 at validation (--eval-treebank; the plain MLM: masked-LM loss). Final scores:
 # fairseq-tree-induce on ptb_sample/valid (+ .conllu) and wsj22 (+ .sd.conll), baselines beside them.
 #
@@ -21,6 +23,7 @@ SHARED=${1:-../shared}
 WORK=${2:-work/induction}
 MINUTES=${MINUTES:-20}
 SIZE=${SIZE-_small}
+CORPUS=${CORPUS:-all}
 MODELS=${MODELS:-"constituent_transformer structformer mlm_transformer mlm_transformer_sf"}
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
@@ -28,8 +31,10 @@ PY=${PYTHON:-python}
 D=$SHARED/data
 mkdir -p "$WORK/text"
 if [ ! -f "$WORK/data-bin/dict.txt" ]; then
+  TEXT=""
+  [ "$CORPUS" = all ] && TEXT="--text $D/multi30k/train.en"
   $PY -m fairseq_tree.data.induction_text --out "$WORK/text/train.txt" \
-    --treebank "$D/ptb_sample/train.mrg" "$D/wsj22/wsj22.mrg" --text "$D/multi30k/train.en"
+    --treebank "$D/ptb_sample/train.mrg" "$D/wsj22/wsj22.mrg" $TEXT
   $PY -m fairseq_tree.data.induction_text --out "$WORK/text/valid.txt" --treebank "$D/ptb_sample/valid.mrg"
   fairseq-preprocess --only-source --trainpref "$WORK/text/train.txt" --validpref "$WORK/text/valid.txt" \
     --destdir "$WORK/data-bin" --nwordssrc 10000 --workers 2
