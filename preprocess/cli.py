@@ -37,14 +37,16 @@ def get_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("tokenization, parsing, subwords")
     g.add_argument("--tokenize", choices=["moses", "none"], default="moses",
                    help="moses: sacremoses (PTB conventions on the source side); none: split on whitespace")
-    g.add_argument("--parser", choices=["stanza", "lal", "given"], default="stanza",
+    g.add_argument("--parser", choices=["stanza", "lal", "induced", "given"], default="stanza",
                    help="stanza: stanza's constituency parser; lal: our Label Attention Layer parser "
-                        "(--parser-model); given: trees are read, one bracketed tree per line, from SRC files "
-                        "or --trees-dir")
+                        "(--parser-model); induced: unsupervised trees of a tree_induction checkpoint "
+                        "(constituent_transformer, structformer; --parser-model); given: trees are read, one "
+                        "bracketed tree per line, from SRC files or --trees-dir")
     g.add_argument("--parser-model", metavar="CKPT",
-                   help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags)")
+                   help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags); with --parser "
+                        "induced: a tree_induction checkpoint")
     g.add_argument("--parser-data", metavar="DIR",
-                   help="with --parser lal: the data-bin the checkpoint was trained on (its dictionaries); "
+                   help="with --parser lal|induced: the data-bin the checkpoint was trained on (its dictionaries); "
                         "default: the directory recorded in the checkpoint")
     g.add_argument("--trees-dir", metavar="DIR",
                    help="with --parser given: read DIR/{split}.SRC.trees (e.g. a previous run's destdir) and "
@@ -83,10 +85,10 @@ def cli_main(argv=None) -> int:
     args = get_parser().parse_args(argv)
     if args.bpe_codes and args.bpe_merges:
         get_parser().error("give --bpe-codes or --bpe-merges, not both")
-    if args.parser == "lal" and not args.parser_model:
-        get_parser().error("--parser lal needs --parser-model CKPT")
-    if args.parser_model and args.parser != "lal":
-        get_parser().error("--parser-model only goes with --parser lal")
+    if args.parser in ("lal", "induced") and not args.parser_model:
+        get_parser().error(f"--parser {args.parser} needs --parser-model CKPT")
+    if args.parser_model and args.parser not in ("lal", "induced"):
+        get_parser().error("--parser-model only goes with --parser lal or induced")
     if args.trees_dir and args.parser != "given":
         get_parser().error("--trees-dir only goes with --parser given")
     if args.workers < 1 or args.shard_size < 1:

@@ -261,7 +261,7 @@ def run(args) -> dict:
 
 
 def parser_options(args) -> dict:
-    if args.parser == "lal":
+    if args.parser in ("lal", "induced"):
         return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size}
     if args.parser != "stanza":
         return {}

@@ -132,15 +132,21 @@ def _valid_line(log, updates):
     return lines[-1]
 
 
-def test_constituent_transformer_train_validate_induce(corpus, tmp_path):
-    log = _train(corpus, "constituent_transformer_tiny", tmp_path / "ck")
+@pytest.fixture(scope="module")
+def constituent_run(corpus, tmp_path_factory):
+    save = tmp_path_factory.mktemp("ct") / "ck"
+    return save / "checkpoint_last.pt", _train(corpus, "constituent_transformer_tiny", save)
+
+
+def test_constituent_transformer_train_validate_induce(corpus, constituent_run, tmp_path):
+    ckpt, log = constituent_run
     assert "masking for constituent_transformer_tiny: MaskPolicy(prob=0.15, leave_unmasked=0.1, random_token=0.1)" in log
     assert "gold.mrg: 60 sentences" in log
     line = _valid_line(log, 40)
     uf1 = float(re.search(r"\| uf1 ([0-9.]+)", line).group(1))
     assert "uas" not in line  # constituent attention induces no dependencies
     out = tmp_path / "out"
-    proc = _run(BIN / "fairseq-tree-induce", "--path", tmp_path / "ck" / "checkpoint_last.pt", "--treebank",
+    proc = _run(BIN / "fairseq-tree-induce", "--path", ckpt, "--treebank",
                 corpus / "gold.mrg", "--deps", corpus / "gold.conllu", "--out", out, "--plot", "1")
     scores = json.loads((out / "scores.json").read_text())
     # the validation in the training loop and the CLI score the same checkpoint the same way
@@ -207,3 +213,26 @@ def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
     _run(BIN / "fairseq-train", tmp_path / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "tree_induction",
          "--arch", "mlm_transformer_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3",
          "--max-tokens", "1000", "--max-update", "3", "--cpu", "--save-dir", tmp_path / "ck", "--no-save")
+
+
+def test_preprocess_parser_induced(corpus, constituent_run, tmp_path):
+    """fairseq-tree-preprocess --parser induced: raw text -> tokens -> trees of the checkpoint over the word
+    tokens (normalised as in training), punctuation under the lowest constituent holding both neighbours."""
+    ckpt, _ = constituent_run
+    raw = (PTB / "valid.txt").read_text(encoding="utf-8").splitlines()[:12]
+    (tmp_path / "train.en").write_text("\n".join(raw) + "\n", encoding="utf-8")
+    _run(BIN / "fairseq-tree-preprocess", "-s", "en", "--only-source", "--trainpref", tmp_path / "train",
+         "--parser", "induced", "--parser-model", ckpt, "--destdir", tmp_path / "bin", "--workers", "2",
+         "--shard-size", "5")
+    from fairseq_tree.data.induction_text import normalize_word
+    from fairseq_tree.evaluation.induce_cli import induce_all, load
+    from fairseq_tree.trees import read_tree_lines
+
+    trees = list(read_tree_lines(str(tmp_path / "bin" / "train.en.trees")))
+    assert len(trees) == 12
+    model, task = load(str(ckpt))
+    for tree in trees:
+        pos = [k for k, w in enumerate(tree.words) if re.search(r"\w", w)]
+        (word_spans,), _, _ = induce_all(model, task, [[normalize_word(tree.words[k]) for k in pos]])
+        lifted = {(pos[i], pos[j - 1] + 1) for i, j in word_spans if j - i >= 2} | {(0, len(tree.words))}
+        assert set(tree.spans) == lifted and set(tree.labels) == {"X"}

@@ -24,6 +24,7 @@ class ParseError(Exception):
 BACKENDS = {
     "stanza": "preprocess.parsers.stanza_parser:StanzaParser",
     "lal": "preprocess.parsers.lal_parser:LALBackend",
+    "induced": "preprocess.parsers.induced_parser:InducedBackend",
 }
 
 

@@ -1,0 +1,99 @@
+"""Constituency trees induced without supervision by our own ``tree_induction`` checkpoints
+(``constituent_transformer``, ``structformer``): ``--parser induced --parser-model CKPT``.
+
+``InducedBackend.from_options(model=CKPT, data=None, batch_size=64, device='cpu', num_threads=None)``;
+``parse(list of token lists) -> list of one-line brackets``.
+
+The models were trained on words only (punctuation removed, normalised as the checkpoint's task says:
+lower-cased and digits -> ``N`` unless trained ``--eval-keep-case`` / ``--eval-keep-digits``). So a sentence's
+word tokens (those with a letter or digit) are normalised and parsed, and every other token (punctuation)
+is put back as a child of the lowest induced constituent that holds both its neighbouring words (the root at
+the sentence's edges): every induced constituent stays contiguous and keeps its words. Induced constituents
+are unlabeled: nodes are written ``X`` and words get the preterminal ``X`` (so a BPE-split word becomes an
+``X`` node over its pieces, as any POS would).
+Pickling keeps only the options, so worker processes reload the checkpoint.
+"""
+
+import logging
+import re
+from typing import List, Optional, Sequence
+
+from preprocess.parsers import ParseError
+
+logger = logging.getLogger(__name__)
+
+_UNESCAPE_INPUT = {"-LRB-": "(", "-RRB-": ")"}
+_WORDLIKE = re.compile(r"\w")
+LABEL = "X"
+
+
+def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_spans):
+    """Lift an induced tree over the word tokens to all tokens. ``word_positions[k]``: token index of word k;
+    ``word_spans``: half-open spans over words. -> :class:`fairseq_tree.trees.Tree` (labels and tags ``X``)."""
+    from fairseq_tree.trees import Tree, _post_order_key
+
+    n = len(tokens)
+    spans = {(word_positions[i], word_positions[j - 1] + 1) for i, j in word_spans if j - i >= 2}
+    if n >= 2:
+        spans.add((0, n))
+    spans = sorted(spans, key=_post_order_key)
+    tree = Tree(words=list(tokens), tags=[LABEL] * n, labels=[LABEL] * len(spans), spans=spans)
+    tree.check()
+    return tree
+
+
+class InducedBackend:
+    def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
+                 num_threads: Optional[int] = None):
+        if not model:
+            raise ValueError("--parser induced needs a checkpoint (--parser-model CKPT)")
+        self.options = dict(model=model, data=data, batch_size=batch_size, device=device, num_threads=num_threads)
+        import torch
+
+        from fairseq_tree.evaluation.induce_cli import load
+
+        if num_threads:
+            torch.set_num_threads(int(num_threads))
+        self.model, self.task = load(model, data, device)
+        if not hasattr(self.model, "induce"):
+            raise ValueError(f"{model}: {type(self.model).__name__} induces no structure")
+        self.lowercase = not getattr(self.task.cfg, "eval_keep_case", False)
+        self.digits = not getattr(self.task.cfg, "eval_keep_digits", False)
+        self.batch_size, self.device = int(batch_size), device
+
+    @classmethod
+    def from_options(cls, **options):
+        return cls(**{k: v for k, v in options.items() if v is not None or k == "data"})
+
+    def __getstate__(self):
+        return {"options": self.options}
+
+    def __setstate__(self, state):
+        self.__init__(**state["options"])
+
+    def parse(self, sentences: Sequence[Sequence[str]]) -> List[str]:
+        from fairseq_tree.data.induction_text import normalize_word
+        from fairseq_tree.evaluation.induce_cli import induce_all
+        from fairseq_tree.trees import to_brackets
+
+        max_words = self.model.max_positions() - 2
+        positions, words = [], []
+        for i, s in enumerate(sentences):
+            if not s:
+                raise ParseError(i, "empty sentence")
+            pos = [k for k, t in enumerate(s) if _WORDLIKE.search(_UNESCAPE_INPUT.get(t, t))]
+            if len(pos) > max_words:
+                raise ParseError(i, f"{len(pos)} words: longer than the model's --max-positions - 2 = {max_words}")
+            positions.append(pos)
+            words.append([normalize_word(s[k], self.lowercase, self.digits) for k in pos])
+        spans, _, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device)
+        out = []
+        for i, s in enumerate(sentences):
+            try:
+                out.append(to_brackets(tokens_to_tree([_UNESCAPE_INPUT.get(t, t) for t in s], positions[i], spans[i])))
+            except ValueError as e:
+                raise ParseError(i, f"induced tree: {e}") from None
+        return out
+
+
+__all__ = ["InducedBackend", "tokens_to_tree"]
