@@ -11,7 +11,8 @@ merge each word's pieces first (not done here).
 
 Masking: ``--mask-prob``, ``--leave-unmasked-prob``, ``--random-token-prob``; unset values take the paper's
 defaults of the model being trained: 0.15 BERT-style (0.1 kept, 0.1 random) for constituent attention and
-``mlm_transformer``, 0.3 always ``<mask>`` for ``structformer``. BOS, EOS, padding and ``<unk>`` are never
+``mlm_transformer``, 0.3 always ``<mask>`` for ``structformer`` and the plain MLM of its size
+(``mlm_transformer_sf*``). BOS, EOS, padding and ``<unk>`` are never
 masked; masks are seeded by (``--seed``, epoch, sentence).
 
 Validation: masked-word perplexity (the criterion's ``ppl``) on the ``valid`` split. With
@@ -40,7 +41,8 @@ from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, Mas
 logger = logging.getLogger(__name__)
 
 #: per-model paper defaults of (mask prob, leave unmasked, random token)
-PAPER_MASKING = {"structformer": MaskPolicy(0.3, 0.0, 0.0)}
+# (mlm_transformer_sf is StructFormer's size and is compared with it: same masking)
+PAPER_MASKING = {"structformer": MaskPolicy(0.3, 0.0, 0.0), "mlm_transformer_sf": MaskPolicy(0.3, 0.0, 0.0)}
 DEFAULT_MASKING = MaskPolicy(0.15, 0.1, 0.1)
 
 
