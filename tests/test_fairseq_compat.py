@@ -76,7 +76,8 @@ def test_masked_lm_sample_break_mode_eos(tmp_path):
             "--arch", "roberta", "--encoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim",
             "32", "--encoder-attention-heads", "2", "--sample-break-mode", "eos", "--tokens-per-sample", "64",
             "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "16", "--max-update", "2", "--cpu",
-            "--num-workers", "0", "--disable-validation", "--no-save", "--log-format", "simple"]
+            "--num-workers", "0", "--disable-validation", "--no-save", "--save-dir", tmp_path / "ck",
+            "--log-format", "simple"]
     bare = sh(*args, ok=False)
     assert "np.compat" in bare.stderr or "compat" in bare.stderr  # numpy 2 breaks stock fairseq here
     out = sh(*args, "--user-dir", USER_DIR)
