@@ -126,6 +126,11 @@ def _post_order_key(span: Span) -> Tuple[int, int]:
     return (span[1], -span[0])
 
 
+def post_order(spans: Iterable[Span]) -> List[Span]:
+    """Distinct spans in the canonical post-order (sorted by (end, -start): children before parents)."""
+    return sorted(set(spans), key=_post_order_key)
+
+
 def _smallest_cover(spans: Sequence[Span], j: int) -> int:
     best, best_len = -1, None
     for i, (s, e) in enumerate(spans):

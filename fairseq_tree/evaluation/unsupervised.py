@@ -55,7 +55,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
-from fairseq_tree.trees import (_UNESCAPE_WORD, ROOT_LABEL, Tree, TreeFormatError, distances_to_tree,
+from fairseq_tree.trees import (_UNESCAPE_WORD, ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, post_order,
                                 read_conllu, read_treebank)
 
 Span = Tuple[int, int]
@@ -97,10 +97,6 @@ class GoldSentence:
         return len(self.words)
 
 
-def _post_order(spans: Iterable[Span]) -> List[Span]:
-    return sorted(set(spans), key=lambda s: (s[1], -s[0]))
-
-
 def gold_from_tree(tree: Tree, lowercase: bool = True, digits: bool = True) -> GoldSentence:
     """Restrict a tree read with ``unary="join"`` (chain labels joined by ``+``) to its words.
 
@@ -119,7 +115,7 @@ def gold_from_tree(tree: Tree, lowercase: bool = True, digits: bool = True) -> G
         for part in label.split("+"):  # a collapsed unary chain: every label of the chain counts
             if part != ROOT_LABEL:
                 labeled.append((a, b, part))
-    spans = _post_order((keep_before[s], keep_before[e]) for s, e in tree.spans
+    spans = post_order((keep_before[s], keep_before[e]) for s, e in tree.spans
                         if keep_before[e] - keep_before[s] >= 2)
     return GoldSentence(
         words=[normalize_word(tree.words[p], lowercase, digits) for p in kept],
@@ -297,7 +293,7 @@ def balanced(n: int, split: str = BALANCED_SPLIT) -> List[Span]:
         out.append((i, j))
         half = (j - i + 1) // 2 if split == "ceil" else (j - i) // 2
         stack.extend([(i, i + half), (i + half, j)])
-    return _post_order(out)
+    return post_order(out)
 
 
 def random_tree(n: int, rng: np.random.RandomState) -> List[Span]:

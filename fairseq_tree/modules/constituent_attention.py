@@ -48,6 +48,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from fairseq_tree.trees import distances_to_tree, post_order
+
 Span = Tuple[int, int]
 
 #: log-link clamp: log(max(a, LOG_EPS)); the reference adds 1e-9 before the log.
@@ -224,10 +226,6 @@ class ConstituentSelfAttention(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------- parsing
-def _post_order(spans) -> List[Span]:
-    return sorted(set(spans), key=lambda s: (s[1], -s[0]))
-
-
 def parse_algorithm1(links: np.ndarray, min_layer: int = 3, threshold: float = 0.8, top_layer: Optional[int] = None,
                      inner_threshold: Optional[float] = None) -> List[Span]:
     """Algorithm 1 (paper Section 6) for one sentence: links [L, n-1], links[l, i] = a^l_i between words i, i+1.
@@ -271,27 +269,14 @@ def parse_algorithm1(links: np.ndarray, min_layer: int = 3, threshold: float = 0
             if inner_threshold is not None and ce > cs and not np.all(links[l, cs:ce] > inner_threshold):
                 nl = l
             stack.append((nl, cs, ce))
-    return _post_order(out)
+    return post_order(out)
 
 
 def parse_greedy(links: np.ndarray) -> List[Span]:
     """Top-down greedy parsing with one layer's links [n-1]: split every span of >= 2 words at its minimum link
     (leftmost on ties), recursively. -> the n-1 half-open spans of a binary tree, post-order."""
-    links = np.asarray(links, dtype=np.float64)
-    n = links.shape[0] + 1
-    if n < 2:
-        return []
-    out: List[Span] = []
-    stack = [(0, n)]
-    while stack:
-        s, e = stack.pop()
-        if e - s < 2:
-            continue
-        out.append((s, e))
-        b = s + int(np.argmin(links[s:e - 1]))  # split between word b and b+1
-        stack.append((s, b + 1))
-        stack.append((b + 1, e))
-    return _post_order(out)
+    # the minimum link is the largest distance: StructFormer's Algorithm 1 on negated links
+    return distances_to_tree((-np.asarray(links, dtype=np.float64).reshape(-1)).tolist())
 
 
 PARSE_METHODS = ("algorithm1", "greedy")

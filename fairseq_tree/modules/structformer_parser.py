@@ -57,6 +57,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from fairseq_tree.trees import distances_to_tree, post_order
+
 Span = Tuple[int, int]
 
 #: floor of the shifted head logits s_1 δ_j - max (e_j >= e^-80, still a normal fp32 number, and 1/Z <= e^80):
@@ -266,26 +268,11 @@ def dependency_distribution_direct(distance, height, mu1: float = 1.0, mu2: floa
 
 
 # ------------------------------------------------------------------------------------------- parsing
-def _post_order(spans) -> List[Span]:
-    return sorted(set(spans), key=lambda s: (s[1], -s[0]))
-
-
 def distance_to_spans(distance: Sequence[float]) -> List[Span]:
     """Algorithm 1 for one sentence: distance [n-1] -> the n-1 half-open word spans (>= 2 words) of the binary tree
     obtained by splitting every span at its largest distance (leftmost on ties), post-order, root (0, n)
     included; [] for n < 2."""
-    d = np.asarray(distance, dtype=np.float64).reshape(-1)
-    n = d.shape[0] + 1
-    out: List[Span] = []
-    stack = [(0, n)]
-    while stack:
-        s, e = stack.pop()
-        if e - s < 2:
-            continue
-        out.append((s, e))
-        k = s + int(np.argmax(d[s:e - 1]))  # split between words k and k+1
-        stack += [(s, k + 1), (k + 1, e)]
-    return _post_order(out)
+    return distances_to_tree(np.asarray(distance, dtype=np.float64).reshape(-1).tolist())
 
 
 def heads_from_dependency(p_D, height) -> List[int]:
@@ -333,7 +320,7 @@ def joint_parse(distance: Sequence[float], height: Sequence[float]) -> Tuple[Lis
             build(0, n)
         finally:
             sys.setrecursionlimit(limit)
-    return _post_order(spans), heads
+    return post_order(spans), heads
 
 
 PARSE_METHODS = ("distance", "joint")

@@ -30,13 +30,11 @@ LABEL = "X"
 def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_spans):
     """Lift an induced tree over the word tokens to all tokens. ``word_positions[k]``: token index of word k;
     ``word_spans``: half-open spans over words. -> :class:`fairseq_tree.trees.Tree` (labels and tags ``X``)."""
-    from fairseq_tree.trees import Tree, _post_order_key
+    from fairseq_tree.trees import Tree, post_order
 
     n = len(tokens)
-    spans = {(word_positions[i], word_positions[j - 1] + 1) for i, j in word_spans if j - i >= 2}
-    if n >= 2:
-        spans.add((0, n))
-    spans = sorted(spans, key=_post_order_key)
+    spans = post_order([(word_positions[i], word_positions[j - 1] + 1) for i, j in word_spans if j - i >= 2]
+                       + ([(0, n)] if n >= 2 else []))
     tree = Tree(words=list(tokens), tags=[LABEL] * n, labels=[LABEL] * len(spans), spans=spans)
     tree.check()
     return tree
