@@ -31,7 +31,6 @@ module, for ablations and timing.
 
 from __future__ import annotations
 
-import argparse
 import math
 from typing import Dict, List, Optional
 
@@ -44,6 +43,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.modules.constituent_attention import (PARSE_METHODS, ConstituentSelfAttention, parse_links,
                                                          structure_masks)
@@ -261,17 +261,7 @@ def build_standalone(dictionary, arch: str = "constituent_transformer_small", **
     """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
     define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
     (e.g. ``encoder_layers=4, no_constituent_attention=True``)."""
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    args = argparse.Namespace(**overrides)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    args.arch = arch
-    return ConstituentTransformerModel(args, ConstituentTransformerEncoder(args, dictionary))
-
-
-def _set(args, name, value):
-    if getattr(args, name, None) is None:
-        setattr(args, name, value)
+    return build_standalone_model(ConstituentTransformerModel, ConstituentTransformerEncoder, dictionary, arch, overrides)
 
 
 @register_model_architecture("constituent_transformer", "constituent_transformer")
@@ -282,11 +272,11 @@ def constituent_transformer_base(args):
                         ("activation_dropout", 0.1), ("activation_fn", "gelu"), ("max_positions", 512),
                         ("ca_link_scale", 0.0), ("ca_parse_method", "algorithm1"), ("ca_parse_min_layer", 3),
                         ("ca_parse_threshold", 0.8), ("ca_parse_inner_threshold", 0.7)):
-        _set(args, name, value)
+        set_default(args, name, value)
     for flag in ("encoder_learned_pos", "encoder_post_norm", "no_constituent_attention", "ca_code_diagonal",
                  "ca_own_norm", "ca_parse_code_rule"):
-        _set(args, flag, False)
-    _set(args, "ca_parse_layer", None)
+        set_default(args, flag, False)
+    set_default(args, "ca_parse_layer", None)
 
 
 @register_model_architecture("constituent_transformer", "constituent_transformer_small")
@@ -294,7 +284,7 @@ def constituent_transformer_small(args):
     """CPU experiments: d = 256, L = 6, 4 heads, FFN 1024."""
     for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 6), ("encoder_attention_heads", 4),
                         ("encoder_ffn_embed_dim", 1024)):
-        _set(args, name, value)
+        set_default(args, name, value)
     constituent_transformer_base(args)
 
 
@@ -304,6 +294,6 @@ def constituent_transformer_tiny(args):
     for name, value in (("encoder_embed_dim", 32), ("encoder_layers", 3), ("encoder_attention_heads", 2),
                         ("encoder_ffn_embed_dim", 64), ("dropout", 0.0), ("attention_dropout", 0.0),
                         ("activation_dropout", 0.0), ("max_positions", 256)):
-        _set(args, name, value)
+        set_default(args, name, value)
     constituent_transformer_base(args)
 

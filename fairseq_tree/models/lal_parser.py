@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from torch import Tensor
 
+from fairseq_tree.models.architecture import set_default
 from fairseq_tree.modules.chart import cky, eisner
 from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
 
@@ -234,11 +235,6 @@ class LALParserModel(BaseFairseqModel):
         return spans, heads, rels, out
 
 
-def _set(args, name, value):
-    if getattr(args, name, None) is None:
-        setattr(args, name, value)
-
-
 @register_model_architecture("lal_parser", "lal_parser")
 def lal_parser_base(args):
     """The paper's sizes (sec. 4.1, authors' best script): d_model 1024, 3 layers, 8 heads, LAL 128/128."""
@@ -247,9 +243,9 @@ def lal_parser_base(args):
                         ("relu_dropout", 0.2), ("d_char", 64), ("word_unk_alpha", 1.0), ("lal_heads", 0),
                         ("lal_d_kv", 128), ("lal_d_proj", 128), ("lal_d_ff", 2048), ("lal_tied_hidden", 16),
                         ("label_hidden", 250), ("d_biaffine", 1024), ("d_rel", 128), ("max_positions", 512)):
-        _set(args, name, value)
+        set_default(args, name, value)
     for flag in ("no_pos_tags", "lal_no_pwff", "lal_no_residual_dropout", "lal_tie_heads"):
-        _set(args, flag, False)
+        set_default(args, flag, False)
 
 
 @register_model_architecture("lal_parser", "lal_parser_small")
@@ -259,7 +255,7 @@ def lal_parser_small(args):
                         ("d_kv", 32), ("d_ff", 512), ("lal_d_kv", 32), ("lal_d_proj", 32), ("lal_d_ff", 512),
                         ("label_hidden", 128), ("d_biaffine", 256), ("d_rel", 64), ("d_char", 32),
                         ("lal_tied_hidden", 8)):
-        _set(args, name, value)
+        set_default(args, name, value)
     lal_parser_base(args)
 
 
@@ -271,5 +267,5 @@ def lal_parser_tiny(args):
                         ("label_hidden", 64), ("d_biaffine", 64), ("d_rel", 32), ("d_char", 16), ("dropout", 0.0),
                         ("attention_dropout", 0.0), ("relu_dropout", 0.0), ("word_unk_alpha", 0.0),
                         ("lal_tied_hidden", 8), ("max_positions", 300)):
-        _set(args, name, value)
+        set_default(args, name, value)
     lal_parser_base(args)

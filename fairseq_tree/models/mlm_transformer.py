@@ -40,6 +40,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules import PositionalEmbedding, TransformerEncoderLayer
 from torch import Tensor
 
+from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.modules.constituent_attention import structure_masks
 
 
@@ -170,17 +171,7 @@ def build_standalone(dictionary, arch: str = "mlm_transformer_small", **override
     """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
     define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
     (e.g. ``encoder_layers=4, word_only_attention=True``)."""
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    args = argparse.Namespace(**overrides)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    args.arch = arch
-    return MLMTransformerModel(args, MLMTransformerEncoder(args, dictionary))
-
-
-def _set(args, name, value):
-    if getattr(args, name, None) is None:
-        setattr(args, name, value)
+    return build_standalone_model(MLMTransformerModel, MLMTransformerEncoder, dictionary, arch, overrides)
 
 
 @register_model_architecture("mlm_transformer", "mlm_transformer")
@@ -190,9 +181,9 @@ def mlm_transformer_base(args):
     for name, value in (("encoder_embed_dim", 512), ("encoder_layers", 10), ("encoder_attention_heads", 8),
                         ("encoder_ffn_embed_dim", 2048), ("dropout", 0.1), ("attention_dropout", 0.1),
                         ("activation_dropout", 0.1), ("activation_fn", "gelu"), ("max_positions", 512)):
-        _set(args, name, value)
+        set_default(args, name, value)
     for flag in ("encoder_learned_pos", "encoder_post_norm", "word_only_attention"):
-        _set(args, flag, False)
+        set_default(args, flag, False)
 
 
 @register_model_architecture("mlm_transformer", "mlm_transformer_small")
@@ -200,7 +191,7 @@ def mlm_transformer_small(args):
     """CPU experiments, as constituent_transformer_small: d = 256, L = 6, 4 heads, FFN 1024."""
     for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 6), ("encoder_attention_heads", 4),
                         ("encoder_ffn_embed_dim", 1024)):
-        _set(args, name, value)
+        set_default(args, name, value)
     mlm_transformer_base(args)
 
 
@@ -210,7 +201,7 @@ def mlm_transformer_tiny(args):
     for name, value in (("encoder_embed_dim", 32), ("encoder_layers", 3), ("encoder_attention_heads", 2),
                         ("encoder_ffn_embed_dim", 64), ("dropout", 0.0), ("attention_dropout", 0.0),
                         ("activation_dropout", 0.0), ("max_positions", 256)):
-        _set(args, name, value)
+        set_default(args, name, value)
     mlm_transformer_base(args)
 
 
@@ -219,7 +210,7 @@ def mlm_transformer_sf(args):
     """As structformer: L = 8, d = 512, 8 heads, FFN 2048, ReLU FFN without activation dropout."""
     for name, value in (("encoder_embed_dim", 512), ("encoder_layers", 8), ("encoder_attention_heads", 8),
                         ("encoder_ffn_embed_dim", 2048), ("activation_fn", "relu"), ("activation_dropout", 0.0)):
-        _set(args, name, value)
+        set_default(args, name, value)
     mlm_transformer_base(args)
 
 
@@ -228,5 +219,5 @@ def mlm_transformer_sf_small(args):
     """As structformer_small: L = 8, d = 256, 4 heads, FFN 1024 (ReLU, no activation dropout)."""
     for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 8), ("encoder_attention_heads", 4),
                         ("encoder_ffn_embed_dim", 1024)):
-        _set(args, name, value)
+        set_default(args, name, value)
     mlm_transformer_sf(args)

@@ -40,7 +40,6 @@ tree and eq. 17 (argmax p_D, the word of largest height is the root) for the hea
 
 from __future__ import annotations
 
-import argparse
 import math
 from typing import Dict, Optional
 
@@ -53,6 +52,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.modules.dependency_attention import RELATIONS, DependencyAttention, dependency_relations
 from fairseq_tree.modules.structformer_parser import (PARSE_METHODS, StructFormerParser, dependency_distribution,
@@ -252,17 +252,7 @@ def build_standalone(dictionary, arch: str = "structformer_small", **overrides) 
     """Build the model without a task (benchmarks, notebooks, tests): ``dictionary`` a fairseq Dictionary (its
     bos/eos/pad define the layout), ``arch`` a registered architecture, ``overrides`` argument values
     (e.g. ``encoder_layers=4, sf_calibrate=True``)."""
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    args = argparse.Namespace(**overrides)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    args.arch = arch
-    return StructFormerModel(args, StructFormerEncoder(args, dictionary))
-
-
-def _set(args, name, value):
-    if getattr(args, name, None) is None:
-        setattr(args, name, value)
+    return build_standalone_model(StructFormerModel, StructFormerEncoder, dictionary, arch, overrides)
 
 
 @register_model_architecture("structformer", "structformer")
@@ -273,9 +263,9 @@ def structformer_base(args):
                         ("activation_dropout", 0.0), ("activation_fn", "relu"), ("max_positions", 512),
                         ("sf_conv_layers", 3), ("sf_conv_size", 9), ("sf_relations", "parent,dependent"),
                         ("sf_parse_method", "distance")):
-        _set(args, name, value)
+        set_default(args, name, value)
     for flag in ("encoder_learned_pos", "sf_parser_layernorm", "sf_calibrate", "sf_leaky_relu"):
-        _set(args, flag, False)
+        set_default(args, flag, False)
 
 
 @register_model_architecture("structformer", "structformer_small")
@@ -283,7 +273,7 @@ def structformer_small(args):
     """CPU experiments: d = 256, L = 8, 4 heads, FFN 1024."""
     for name, value in (("encoder_embed_dim", 256), ("encoder_layers", 8), ("encoder_attention_heads", 4),
                         ("encoder_ffn_embed_dim", 1024)):
-        _set(args, name, value)
+        set_default(args, name, value)
     structformer_base(args)
 
 
@@ -294,5 +284,5 @@ def structformer_tiny(args):
                         ("encoder_ffn_embed_dim", 64), ("dropout", 0.0), ("attention_dropout", 0.0),
                         ("activation_dropout", 0.0), ("max_positions", 256), ("sf_conv_layers", 2),
                         ("sf_conv_size", 3)):
-        _set(args, name, value)
+        set_default(args, name, value)
     structformer_base(args)
