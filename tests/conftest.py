@@ -14,6 +14,17 @@ BIN = Path(sys.executable).parent  # the venv's console scripts (fairseq-train, 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def run_command(*cmd):
+    """Run a CLI from the repo root with one thread; -> CompletedProcess, AssertionError (stderr tail) on failure."""
+    import subprocess
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run([str(c) for c in cmd], cwd=str(REPO), env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc
+
+
 # ---------------------------------------------------------------- stanza (tests/test_stanza_backend.py)
 
 import pytest  # noqa: E402

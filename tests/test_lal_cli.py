@@ -3,23 +3,12 @@
 backend of the preprocessing pipeline parses raw tokens with the checkpoint."""
 
 import json
-import os
-import subprocess
-
 import pytest
 
 from conftest import BIN, REPO, SHARED
+from conftest import run_command as _run
 
 PTB = SHARED / "data" / "ptb_sample"
-ENV = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-
-
-def _run(*cmd):
-    proc = subprocess.run([str(c) for c in cmd], cwd=str(REPO), env=ENV, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc.stdout
-
 
 @pytest.fixture(scope="module")
 def fifty(tmp_path_factory):
@@ -58,7 +47,7 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     out = _run(BIN / "python", "-m", "fairseq_tree.evaluation.parse_cli", "--path", overfit_ckpt,
                "--input", fifty / "t.mrg", "--gold", fifty / "t.mrg", "--gold-dep", fifty / "t.conllu",
                "--output", fifty / "out" / "t", "--plot", "--plot-sentence", "2")
-    scores = json.loads(out.strip().splitlines()[-1])
+    scores = json.loads(out.stdout.strip().splitlines()[-1])
     assert scores["sentences"] == 50
     assert scores["f1"] > 95.0, scores
     assert scores["uas"] > 85.0, scores

@@ -4,9 +4,7 @@ on a treebank logging uf1/uas) -> fairseq-tree-induce (trees, CoNLL-U, scores, p
 uf1 equal to the CLI's on the same checkpoint."""
 
 import json
-import os
 import re
-import subprocess
 from collections import Counter
 
 import numpy as np
@@ -15,18 +13,10 @@ import torch
 from fairseq.data import Dictionary
 
 from conftest import BIN, REPO, SHARED
+from conftest import run_command as _run
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy, mask_sentence
 
 PTB = SHARED / "data" / "ptb_sample"
-ENV = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-
-
-def _run(*cmd):
-    proc = subprocess.run([str(c) for c in cmd], cwd=str(REPO), env=ENV, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc
-
 
 # ------------------------------------------------------------------------------------------ masking
 def _dict(n_words=50):
