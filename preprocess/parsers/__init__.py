@@ -21,6 +21,23 @@ class ParseError(Exception):
         return f"sentence {self.index} of the batch: {self.message}"
 
 
+class CheckpointBackend:
+    """Base of the backends that load one of our checkpoints (``lal``, ``induced``): ``__init__`` stores its keyword
+    arguments in ``self.options``; pickling keeps only them, so each worker process reloads the checkpoint."""
+
+    options: Dict[str, Any]
+
+    @classmethod
+    def from_options(cls, **options):
+        return cls(**{k: v for k, v in options.items() if v is not None or k == "data"})
+
+    def __getstate__(self):
+        return {"options": self.options}
+
+    def __setstate__(self, state):
+        self.__init__(**state["options"])
+
+
 BACKENDS = {
     "stanza": "preprocess.parsers.stanza_parser:StanzaParser",
     "lal": "preprocess.parsers.lal_parser:LALBackend",
@@ -43,4 +60,4 @@ def build_parser(name: str, **options: Dict[str, Any]):
     return get_parser_class(name).from_options(**options)
 
 
-__all__ = ["ParseError", "BACKENDS", "get_parser_class", "build_parser"]
+__all__ = ["ParseError", "CheckpointBackend", "BACKENDS", "get_parser_class", "build_parser"]

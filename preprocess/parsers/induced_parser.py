@@ -18,7 +18,7 @@ import logging
 import re
 from typing import List, Optional, Sequence
 
-from preprocess.parsers import ParseError
+from preprocess.parsers import CheckpointBackend, ParseError
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_sp
     return tree
 
 
-class InducedBackend:
+class InducedBackend(CheckpointBackend):
     def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
                  num_threads: Optional[int] = None):
         if not model:
@@ -58,16 +58,6 @@ class InducedBackend:
         self.lowercase = not getattr(self.task.cfg, "eval_keep_case", False)
         self.digits = not getattr(self.task.cfg, "eval_keep_digits", False)
         self.batch_size, self.device = int(batch_size), device
-
-    @classmethod
-    def from_options(cls, **options):
-        return cls(**{k: v for k, v in options.items() if v is not None or k == "data"})
-
-    def __getstate__(self):
-        return {"options": self.options}
-
-    def __setstate__(self, state):
-        self.__init__(**state["options"])
 
     def parse(self, sentences: Sequence[Sequence[str]]) -> List[str]:
         from fairseq_tree.data.induction_text import normalize_word

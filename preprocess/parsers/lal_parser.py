@@ -11,14 +11,14 @@ Pickling keeps only the options, so worker processes reload the checkpoint.
 import logging
 from typing import List, Optional, Sequence
 
-from preprocess.parsers import ParseError
+from preprocess.parsers import CheckpointBackend, ParseError
 
 logger = logging.getLogger(__name__)
 
 _UNESCAPE_INPUT = {"-LRB-": "(", "-RRB-": ")"}
 
 
-class LALBackend:
+class LALBackend(CheckpointBackend):
     def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
                  num_threads: Optional[int] = None):
         if not model:
@@ -33,16 +33,6 @@ class LALBackend:
         self.parser = LALParser(model, data=data, batch_size=int(batch_size), device=device)
         if self.parser.uses_tags:
             logger.warning("%s takes POS tags as input, which raw text lacks: train with --no-pos-tags", model)
-
-    @classmethod
-    def from_options(cls, **options):
-        return cls(**{k: v for k, v in options.items() if v is not None or k == "data"})
-
-    def __getstate__(self):
-        return {"options": self.options}
-
-    def __setstate__(self, state):
-        self.__init__(**state["options"])
 
     def parse(self, sentences: Sequence[Sequence[str]]) -> List[str]:
         for i, s in enumerate(sentences):
