@@ -25,6 +25,8 @@ setup(
             "fairseq-tree-preprocess = preprocess.cli:cli_main",
             "fairseq-tree-parse = fairseq_tree.evaluation.parse_cli:cli_main",
             "fairseq-tree-induce = fairseq_tree.evaluation.induce_cli:cli_main",
+            "fairseq-tree-score = fairseq_tree.evaluation.score_cli:cli_main",
+            "fairseq-tree-classify = fairseq_tree.evaluation.classify_cli:cli_main",
         ]
     },
 )

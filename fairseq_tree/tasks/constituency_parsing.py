@@ -20,6 +20,7 @@ from fairseq.tasks import FairseqTask, register_task
 
 from fairseq_tree.criterions import span_hinge_dependency  # noqa: F401  (registers the criterion)
 from fairseq_tree.data.parsing_dataset import ParsingDataset, collate, encode_sentence
+from fairseq_tree.tasks.criterion_check import CriterionCheck
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +34,10 @@ class ConstituencyParsingConfig(FairseqDataclass):
 
 
 @register_task("constituency_parsing", dataclass=ConstituencyParsingConfig)
-class ConstituencyParsingTask(FairseqTask):
+class ConstituencyParsingTask(CriterionCheck, FairseqTask):
     cfg: ConstituencyParsingConfig
+    COMPATIBLE_CRITERIA = ("span_hinge_dependency",)
+    DEFAULT_CRITERION = "span_hinge_dependency"
 
     def __init__(self, cfg, dicts):
         super().__init__(cfg)

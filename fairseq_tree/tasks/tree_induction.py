@@ -37,6 +37,7 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
+from fairseq_tree.tasks.criterion_check import CriterionCheck
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +95,10 @@ def score_batch(structure, gold) -> dict:
 
 
 @register_task("tree_induction", dataclass=TreeInductionConfig)
-class TreeInductionTask(FairseqTask):
+class TreeInductionTask(CriterionCheck, FairseqTask):
     cfg: TreeInductionConfig
+    COMPATIBLE_CRITERIA = ("masked_lm",)
+    DEFAULT_CRITERION = "masked_lm"
 
     def __init__(self, cfg: TreeInductionConfig, dictionary: Dictionary):
         super().__init__(cfg)

@@ -23,6 +23,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 
 from fairseq_tree.data import TreeLanguagePairDataset
 from fairseq_tree.trees import expand_subwords, tree_from_brackets
+from fairseq_tree.tasks.criterion_check import CriterionCheck
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +72,12 @@ class _TreeInputParser:
 
 
 @register_task("tree_translation", dataclass=TreeTranslationConfig)
-class TreeTranslationTask(TranslationTask):
+class TreeTranslationTask(CriterionCheck, TranslationTask):
     """Translation whose source side is a tree: ``net_input`` gains ``src_nodes`` [B, M] (label ids)
     and ``src_spans`` [B, M, 2] (half-open leaf spans, post-order)."""
 
     cfg: TreeTranslationConfig
+    COMPATIBLE_CRITERIA = ("cross_entropy", "label_smoothed_cross_entropy")
 
     def __init__(self, cfg: TreeTranslationConfig, src_dict, tgt_dict, label_dict):
         super().__init__(cfg, src_dict, tgt_dict)
