@@ -32,6 +32,7 @@ def _config_of(name: str, cfg):
     """A hydra config node for criterion ``name`` whose ``${...}`` fields resolve against the run's config:
     it replaces ``cfg`` under the run's root (so ``sentence_avg``, ``tpu`` and the saved config follow)."""
     node = OmegaConf.structured(criterions.CRITERION_DATACLASS_REGISTRY[name]())
+    node._name = name  # fairseq's registry builds by this field
     root = cfg._get_root() if isinstance(cfg, DictConfig) else None
     if root is not None and root is not cfg and "criterion" in root:
         with open_dict(root):
