@@ -1,4 +1,5 @@
-"""``fairseq-tree-preprocess``: parse, BPE and binarize a parallel (or monolingual) corpus of source trees.
+"""``fairseq-tree-preprocess``: parse, BPE and binarize a parallel (or monolingual) corpus of source trees,
+or (``--task classification``) a corpus of trees with classes.
 
 Flags follow ``fairseq-preprocess`` where they overlap. See the README for the files it writes.
 """
@@ -11,14 +12,44 @@ import os
 import sys
 
 
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    """Options of the parser backends (``--parser-model``, ``--parser-data``, stanza's models); shared with
+    ``fairseq-tree-classify``, which parses raw text on the fly (:func:`preprocess.pipeline.parser_options`)."""
+    g = p.add_argument_group("parser backends")
+    g.add_argument("--parser-model", metavar="CKPT",
+                   help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags); with --parser "
+                        "induced: a tree_induction checkpoint")
+    g.add_argument("--parser-data", metavar="DIR",
+                   help="with --parser lal|induced: the data-bin the checkpoint was trained on (its dictionaries); "
+                        "default: the directory recorded in the checkpoint")
+
+    g = p.add_argument_group("stanza")
+    g.add_argument("--stanza-model-dir", metavar="DIR",
+                   help="a directory written by scripts/train_stanza_parser.sh (pos.pt, constituency.pt, pretrain.pt)")
+    g.add_argument("--stanza-pos-model", metavar="FILE")
+    g.add_argument("--stanza-constituency-model", metavar="FILE")
+    g.add_argument("--stanza-pretrain", metavar="FILE", help="word vectors (pretrain.pt) of both models")
+    g.add_argument("--stanza-download", action="store_true",
+                   help="allow downloading stanza's English models (needs a network)")
+    g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
+                   help="sentences per stanza constituency batch")
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fairseq-tree-preprocess",
         description="Tokenize, parse, BPE-split and binarize a corpus into a data-bin directory of source "
-                    "trees (leaves, node labels, spans) and target sentences.")
+                    "trees (leaves, node labels, spans) and target sentences, or (--task classification) trees "
+                    "and the classes of their sentences, nodes and leaves.")
     g = p.add_argument_group("data (as fairseq-preprocess)")
-    g.add_argument("-s", "--source-lang", required=True, metavar="SRC")
-    g.add_argument("-t", "--target-lang", metavar="TGT")
+    g.add_argument("--task", choices=["translation", "classification"], default="translation",
+                   help="translation: source trees and target sentences (tree_translation); classification: trees "
+                        "and their classes (tree_classification, see the classification options)")
+    g.add_argument("-s", "--source-lang", required=True, metavar="SRC",
+                   help="suffix of the source files (FP.SRC); for SST's train.txt/dev.txt: -s txt")
+    g.add_argument("-t", "--target-lang", metavar="TGT",
+                   help="suffix of the target files (FP.TGT); with --task classification --labels file: of the "
+                        "label files (default: label)")
     g.add_argument("--trainpref", metavar="FP", help="train file prefix: FP.SRC, FP.TGT")
     g.add_argument("--validpref", metavar="FP")
     g.add_argument("--testpref", metavar="FP")
@@ -37,17 +68,12 @@ def get_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("tokenization, parsing, subwords")
     g.add_argument("--tokenize", choices=["moses", "none"], default="moses",
                    help="moses: sacremoses (PTB conventions on the source side); none: split on whitespace")
-    g.add_argument("--parser", choices=["stanza", "lal", "induced", "given"], default="stanza",
+    g.add_argument("--parser", choices=["stanza", "lal", "induced", "given"], default=None,
                    help="stanza: stanza's constituency parser; lal: our Label Attention Layer parser "
                         "(--parser-model); induced: unsupervised trees of a tree_induction checkpoint "
                         "(constituent_transformer, structformer; --parser-model); given: trees are read, one "
-                        "bracketed tree per line, from SRC files or --trees-dir")
-    g.add_argument("--parser-model", metavar="CKPT",
-                   help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags); with --parser "
-                        "induced: a tree_induction checkpoint")
-    g.add_argument("--parser-data", metavar="DIR",
-                   help="with --parser lal|induced: the data-bin the checkpoint was trained on (its dictionaries); "
-                        "default: the directory recorded in the checkpoint")
+                        "bracketed tree per line, from SRC files or --trees-dir. Default: stanza (given with "
+                        "--labels nodes)")
     g.add_argument("--trees-dir", metavar="DIR",
                    help="with --parser given: read DIR/{split}.SRC.trees (e.g. a previous run's destdir) and "
                         "check their leaves against the tokenized SRC text")
@@ -65,17 +91,53 @@ def get_parser() -> argparse.ArgumentParser:
                    help="lines per shard (the unit of parallel work and of resuming)")
     g.add_argument("--keep-work", action="store_true", help="keep DESTDIR/.work (per-shard intermediates)")
 
-    g = p.add_argument_group("stanza")
-    g.add_argument("--stanza-model-dir", metavar="DIR",
-                   help="a directory written by scripts/train_stanza_parser.sh (pos.pt, constituency.pt, pretrain.pt)")
-    g.add_argument("--stanza-pos-model", metavar="FILE")
-    g.add_argument("--stanza-constituency-model", metavar="FILE")
-    g.add_argument("--stanza-pretrain", metavar="FILE", help="word vectors (pretrain.pt) of both models")
-    g.add_argument("--stanza-download", action="store_true",
-                   help="allow downloading stanza's English models (needs a network)")
-    g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
-                   help="sentences per stanza constituency batch")
+    g = p.add_argument_group("classification (--task classification)")
+    g.add_argument("--labels", choices=["nodes", "file"], default=None,
+                   help="nodes: the SRC files hold class-labelled trees, a class on every node, preterminals "
+                        "included (SST format; the root's class is the sentence's): targets for the sentence, every "
+                        "node and every word; file: FP.TGT (-t, default label) holds one class per line, the "
+                        "sentence's, beside the text (or trees) of FP.SRC, parsed by --parser")
+    g.add_argument("--num-classes", type=int, default=5, metavar="N", help="labels are 0 .. N-1 (default 5: SST)")
+    g.add_argument("--class-names", metavar="A,B,..", help="labels are these names instead (class i = name i)")
+    g.add_argument("--binary", action="store_true",
+                   help="the SST-2 view of 5 classes: 0-1 negative, 3-4 positive; sentences whose root is 2 "
+                        "(neutral) are dropped (counted in preprocess.json), neutral nodes and words get no target")
+    g.add_argument("--node-inputs", choices=["symbol", "syntax"], default="symbol",
+                   help="what the model reads on a node (never its class): symbol: one nonterminal symbol X; "
+                        "syntax: the parser's constituent labels (POS tags on BPE nodes), --labels file only")
+
+    add_backend_args(p)
     return p
+
+
+def check_task_args(args, parser: argparse.ArgumentParser) -> None:
+    """Resolve the defaults that depend on --task / --labels; refuse flags that do not fit."""
+    classification = args.task == "classification"
+    given = [f for f in ("labels", "binary", "class_names") if getattr(args, f)]
+    if not classification and (given or args.node_inputs != "symbol"):
+        parser.error("--labels, --binary, --class-names and --node-inputs go with --task classification")
+    if classification:
+        if args.only_source:
+            parser.error("--task classification has no --only-source (its targets are the classes)")
+        args.labels = args.labels or "file"
+        if args.labels == "nodes":
+            if args.parser not in (None, "given"):
+                parser.error("--labels nodes reads the trees from the SRC files: --parser given (the default)")
+            if args.target_lang:
+                parser.error("--labels nodes reads the classes from the trees: no -t")
+            if args.node_inputs == "syntax":
+                parser.error("--node-inputs syntax needs syntactic trees: class-labelled trees (--labels nodes) "
+                             "have none")
+            args.parser = "given"
+        else:
+            args.target_lang = args.target_lang or "label"
+        try:
+            from fairseq_tree.data.class_labels import ClassScheme
+
+            ClassScheme.make(args.num_classes, args.class_names, args.binary)
+        except ValueError as e:
+            parser.error(str(e))
+    args.parser = args.parser or "stanza"
 
 
 def cli_main(argv=None) -> int:
@@ -83,6 +145,7 @@ def cli_main(argv=None) -> int:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
     args = get_parser().parse_args(argv)
+    check_task_args(args, get_parser())
     if args.bpe_codes and args.bpe_merges:
         get_parser().error("give --bpe-codes or --bpe-merges, not both")
     if args.parser in ("lal", "induced") and not args.parser_model:

@@ -8,6 +8,11 @@ Passes (each over shards of ``--shard-size`` lines, in ``--workers`` processes, 
 4. dictionaries from the training split (or ``--srcdict``/``--tgtdict``/``--labeldict``);
 5. binarize shards, then merge them into the final datasets.
 
+With ``--task classification`` the same passes write trees and their classes instead of target sentences
+(:mod:`fairseq_tree.data.class_labels`): the label file, if any, takes the target's role (read, checked and
+counted in line with the source, never BPE-split), and the targets of the sentence, of every node and of every
+leaf are binarized beside the tree.
+
 Shard outputs live in ``DESTDIR/.work`` and are written under temporary names, so an interrupted run
 resumes from the shards it completed; final files are renamed into place only when complete.
 """
@@ -42,11 +47,16 @@ def dataset_prefix(destdir: str, split: str, src: str, tgt: Optional[str], lang:
     return os.path.join(destdir, f"{split}.{src}-{tgt}.{lang}")
 
 
-def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str]) -> Dict[str, str]:
+
+
+def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str], classification: bool = False
+                    ) -> Dict[str, str]:
     base = dataset_prefix(destdir, split, src, tgt, src)
     out = {"leaves": base, "nodes": base + ".nodes", "spans": base + ".spans"}
     if tgt is not None:
         out["tgt"] = dataset_prefix(destdir, split, src, tgt, tgt)
+    if classification:
+        out.update({k: f"{base}.{k}" for k in stages.TARGET_KEYS})
     return out
 
 
@@ -142,7 +152,8 @@ def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> C
 def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
-            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "parser_model", "parser_data"]
+            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "parser_model", "parser_data",
+            "task", "labels", "num_classes", "class_names", "binary", "node_inputs"]
     desc = {k: getattr(args, k, None) for k in keys}
     desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
                      for split, roles in files.items()}
@@ -163,8 +174,10 @@ def _rate(n: int, seconds: float, workers: int) -> dict:
 
 def run(args) -> dict:
     t_start = time.perf_counter()
-    src, tgt = args.source_lang, (None if args.only_source else args.target_lang)
-    if not args.only_source and not tgt:
+    classification = classification_options(args)
+    label_suffix = args.target_lang if classification and classification["labels"] == "file" else None
+    src, tgt = args.source_lang, (None if args.only_source or classification else args.target_lang)
+    if not args.only_source and not classification and not tgt:
         raise PreprocessError("--target-lang is required unless --only-source is given")
     destdir = args.destdir
     os.makedirs(destdir, exist_ok=True)
@@ -176,8 +189,8 @@ def run(args) -> dict:
         if not pref:
             continue
         roles = {"src": f"{pref}.{src}"}
-        if tgt:
-            roles["tgt"] = f"{pref}.{tgt}"
+        if tgt or label_suffix:
+            roles["tgt"] = f"{pref}.{tgt or label_suffix}"
         if args.parser == "given" and args.trees_dir:
             roles["trees"] = os.path.join(args.trees_dir, f"{split}.{src}.trees")
         files[split] = roles
@@ -199,7 +212,7 @@ def run(args) -> dict:
     cfg = StageConfig(workdir=workdir, paths=files, src_lang=src, tgt_lang=tgt, parser=args.parser,
                       tokenize=args.tokenize, on_error=args.on_error, unary=args.unary,
                       max_positions=args.max_positions, parser_options=parser_options(args),
-                      parse_batch_size=args.parse_batch_size)
+                      parse_batch_size=args.parse_batch_size, classification=classification)
     all_shards = [s for split in files for s in shards[split]]
 
     # 1. parse
@@ -249,8 +262,12 @@ def run(args) -> dict:
     bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
                            (cfg, dict_paths), args.workers, workdir, ".bin.json")
     bin_by_split = _group(all_shards, bin_metas)
-    merge_outputs(destdir, workdir, shards, src, tgt, dict_paths)
+    merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification is not None)
     wall["binarize"] = time.perf_counter() - t0
+    if classification:
+        scheme = stages.class_scheme(classification)
+        stages.atomic_write_text(os.path.join(destdir, stages.CLASSIFICATION_JSON), scheme.to_json(
+            labels=classification["labels"], node_inputs=classification["node_inputs"], unary=args.unary))
 
     report = make_report(args, files, shards, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
                          time.perf_counter() - t_start)
@@ -258,6 +275,14 @@ def run(args) -> dict:
     if not args.keep_work:
         shutil.rmtree(workdir)
     return report
+
+
+def classification_options(args) -> Optional[dict]:
+    """The classification settings a worker needs (plain data), or None for translation."""
+    if getattr(args, "task", "translation") != "classification":
+        return None
+    return {"labels": args.labels, "num_classes": args.num_classes, "class_names": args.class_names,
+            "binary": args.binary, "node_inputs": args.node_inputs}
 
 
 def parser_options(args) -> dict:
@@ -316,7 +341,7 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
     return paths
 
 
-def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths) -> None:
+def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification: bool = False) -> None:
     import numpy as np
     from fairseq.data.dictionary import Dictionary
 
@@ -326,8 +351,9 @@ def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths) -> None:
     dtypes = {"leaves": token_dtype(dicts["src"]), "nodes": token_dtype(dicts["labels"]), "spans": np.int32}
     if tgt:
         dtypes["tgt"] = token_dtype(dicts["tgt"])
+    dtypes.update({k: stages.TARGET_DTYPE for k in stages.TARGET_KEYS})
     for split, split_shards in shards.items():
-        outs = output_prefixes(destdir, split, src, tgt)
+        outs = output_prefixes(destdir, split, src, tgt, classification)
         for key, out in outs.items():
             merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out, dtypes[key])
         trees_out = os.path.join(destdir, f"{split}.{src}.trees")
@@ -337,6 +363,20 @@ def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths) -> None:
                     for line in f:
                         fout.write(line.split("\t", 2)[1] + "\n")
         os.replace(trees_out + ".tmp", trees_out)
+
+
+def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
+    """Classification counts of a split: sentences per class, labelled nodes and leaves, lines dropped by the
+    view (the neutral roots of --binary) with their line numbers."""
+    classes: Counter = Counter()
+    stats: Counter = Counter()
+    for m in bin_metas:
+        classes.update(m["class_counts"])
+        stats.update(m["stats"])
+    return {"sentences_per_class": dict(sorted(classes.items())),
+            "labelled_nodes": stats["labelled_nodes"], "labelled_leaves": stats["labelled_leaves"],
+            "filtered": len(filtered), "filtered_by_reason": dict(Counter(e["reason"] for e in filtered)),
+            "filtered_lines": [e["line"] for e in filtered]}
 
 
 def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
@@ -352,18 +392,23 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
         pm, bm, xm = parse_by_split[split], bpe_by_split[split], bin_by_split[split]
         skipped = [e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]]
         skipped.sort(key=lambda e: e["line"])
+        filtered = [e for m in pm for e in m.get("filtered", [])]
         stats = Counter()
         for m in xm:
             stats.update(m["stats"])
         lines = sum(m["lines"] for m in pm)
+        classification = getattr(args, "task", "translation") == "classification"
         report["splits"][split] = {
             "files": roles, "lines": lines, "sentences": stats["sentences"],
             "skipped": len(skipped), "skipped_by_reason": dict(Counter(e["reason"] for e in skipped)),
             **{k: stats[k] for k in ("source_tokens", "nodes", "source_unk", "label_unk")},
-            **({k: stats[k] for k in ("target_tokens", "target_unk")} if "tgt" in roles else {}),
+            **({k: stats[k] for k in ("target_tokens", "target_unk")} if "tgt" in roles and not classification
+               else {}),
+            **(_class_report(xm, filtered) if classification else {}),
             "skipped_lines": skipped,
         }
-        assert stats["sentences"] + len(skipped) == lines, "every input line is either kept or reported"
+        assert stats["sentences"] + len(skipped) + len(filtered) == lines, \
+            "every input line is either kept or reported"
         for m in pm:
             seconds.update(m["seconds"])
         for m in bm:

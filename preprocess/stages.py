@@ -16,9 +16,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, tree_from_brackets
+from fairseq_tree.data.class_labels import CLASSIFICATION_JSON, NO_TARGET, ClassScheme, node_inputs, tree_targets
+from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
 
 from preprocess.text import InputError, Tokenizer, check_line, decode_line
+
+#: classification targets, one dataset each (``{split}.SRC-None.SRC.{key}``), int16 with -1 = no target:
+#: the sentence's class [1], the class of every node [m] (post-order, as ``.nodes``) and of every leaf [n]
+TARGET_KEYS = ("target", "node_target", "leaf_target")
+TARGET_DTYPE = "int16"
 
 
 class PreprocessError(Exception):
@@ -53,6 +59,11 @@ class StageConfig:
     max_positions: int
     parser_options: Dict
     parse_batch_size: int = 256
+    classification: Optional[Dict] = None  # --task classification: labels, num_classes, class_names, binary, node_inputs
+
+
+def class_scheme(options: Dict) -> ClassScheme:
+    return ClassScheme.make(options["num_classes"], options["class_names"], options["binary"])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -103,12 +114,21 @@ class _Errors:
     def __init__(self, on_error: str):
         self.on_error = on_error
         self.skipped: List[dict] = []
+        self.filtered: List[dict] = []
+
+    @staticmethod
+    def _entry(path: str, lineno: int, reason: str, message: str) -> dict:
+        return {"file": path, "line": lineno, "reason": reason,
+                "message": message.replace("\t", " ").replace("\n", " ")}
 
     def add(self, path: str, lineno: int, reason: str, message: str) -> None:
         if self.on_error == "fail":
             raise PreprocessError(f"{path}:{lineno}: {message} [{reason}]")
-        self.skipped.append({"file": path, "line": lineno, "reason": reason,
-                             "message": message.replace("\t", " ").replace("\n", " ")})
+        self.skipped.append(self._entry(path, lineno, reason, message))
+
+    def filter(self, path: str, lineno: int, reason: str, message: str) -> None:
+        """A good line left out by design (the neutral roots of --binary): always recorded, never fatal."""
+        self.filtered.append(self._entry(path, lineno, reason, message))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -160,6 +180,8 @@ def parse_shard(shard: Shard) -> dict:
     tree_lines = read_lines(paths["trees"], shard.offsets["trees"], shard.num_lines) if "trees" in paths else None
     given = cfg.parser == "given"
     src_is_tree = given and tree_lines is None
+    scheme = class_scheme(cfg.classification) if cfg.classification else None
+    labelled = scheme is not None and cfg.classification["labels"] == "nodes"
 
     t0 = time.perf_counter()
     n = len(src_lines)
@@ -187,7 +209,8 @@ def parse_shard(shard: Shard) -> dict:
                 ok[k] = False
         if tgt_lines is not None:
             try:
-                tgt_tokens[k] = _STATE["tgt_tok"](check_line(decode_line(tgt_lines[k])))
+                text = check_line(decode_line(tgt_lines[k]))
+                tgt_tokens[k] = [_class_label(scheme, text)] if scheme else _STATE["tgt_tok"](text)
             except InputError as e:
                 if ok[k]:
                     errors.add(paths["tgt"], lineno, e.reason, e.message)
@@ -214,19 +237,28 @@ def parse_shard(shard: Shard) -> dict:
         lineno = shard.first_line + k
         where = tree_path if given else paths["src"]
         try:
-            tree = tree_from_brackets(raw_trees[k], unary=cfg.unary)
+            tree = (labelled_tree_from_brackets(raw_trees[k], scheme.names) if labelled
+                    else tree_from_brackets(raw_trees[k], unary=cfg.unary))
         except TreeFormatError as e:
-            errors.add(where, lineno, "malformed_tree", f"malformed tree: {e.message}")
+            errors.add(where, lineno, *(("bad_labelled_tree", e.message) if labelled
+                                        else ("malformed_tree", f"malformed tree: {e.message}")))
             ok[k] = False
             continue
         if src_tokens[k] is not None and tree.words != src_tokens[k]:
             errors.add(where, lineno, "leaves_mismatch", _mismatch_message(tree.words, src_tokens[k]))
             ok[k] = False
             continue
+        if scheme is not None and scheme.binary:
+            label = tgt_tokens[k][0] if tgt_tokens[k] else None
+            if tree_targets(tree, scheme, label)[0] == NO_TARGET:
+                errors.filter(paths["tgt"] if label else where, lineno, "neutral_root",
+                              "the sentence is neutral: no class in the binary view")
+                ok[k] = False
+                continue
         compact[k] = tree_to_compact(tree)
         if shard.split == "train":
             src_counts.update(tree.words)
-            if tgt_tokens[k] is not None:
+            if tgt_tokens[k] is not None and scheme is None:  # classes are not words (no BPE on them)
                 tgt_counts.update(tgt_tokens[k])
     t_parse = time.perf_counter() - t0
 
@@ -237,11 +269,18 @@ def parse_shard(shard: Shard) -> dict:
         rows.append(f"{shard.first_line + k}\t{raw_trees[k]}\t{tree_fields}\t{tgt}\t{'' if ok[k] else 'x'}\n")
     base = os.path.join(cfg.workdir, shard.name)
     atomic_write_text(base + ".parsed.tsv", "".join(rows))
-    meta = {"lines": n, "kept": sum(ok), "skipped": errors.skipped,
+    meta = {"lines": n, "kept": sum(ok), "skipped": errors.skipped, "filtered": errors.filtered,
             "seconds": {"tokenize": t_tok, "parse": t_parse},
             "src_word_counts": dict(src_counts), "tgt_word_counts": dict(tgt_counts)}
     write_meta(base + ".parsed.json", meta)
     return meta
+
+
+def _class_label(scheme: ClassScheme, text: str) -> str:
+    try:
+        return scheme.check_label(text)
+    except ValueError as e:
+        raise InputError("bad_label", str(e)) from None
 
 
 def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
@@ -298,7 +337,11 @@ def bpe_shard(shard: Shard) -> dict:
             else:
                 tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
                 words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
-            tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
+            if cfg.classification:  # the target field is a class: kept as it is
+                labels, tgt, label_field = node_inputs(labels, cfg.classification["node_inputs"]), None, fields[6]
+            else:
+                tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
+                label_field = " ".join(tgt) if tgt else ""
             src_len = len(words) + len(labels)
             if src_len > cfg.max_positions:
                 errors.add(paths["src"], lineno, "too_long",
@@ -313,7 +356,7 @@ def bpe_shard(shard: Shard) -> dict:
                 counts["labels"].update(labels)
                 if tgt is not None:
                     counts["tgt"].update(tgt)
-            rows.append(f"{lineno}\t{compact}\t{' '.join(tgt) if tgt else ''}\n")
+            rows.append(f"{lineno}\t{compact}\t{label_field}\n")
             kept += 1
     atomic_write_text(base + ".bpe.tsv", "".join(rows))
     meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
@@ -328,7 +371,7 @@ def bpe_shard(shard: Shard) -> dict:
 
 def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
     base = os.path.join(workdir, shard.name)
-    return {k: f"{base}.{k}" for k in ("leaves", "nodes", "spans", "tgt")}
+    return {k: f"{base}.{k}" for k in ("leaves", "nodes", "spans", "tgt") + TARGET_KEYS}
 
 
 def binarize_shard(shard: Shard) -> dict:
@@ -349,6 +392,9 @@ def binarize_shard(shard: Shard) -> dict:
     }
     if has_tgt:
         builders["tgt"] = ArrayBuilder(prefixes["tgt"] + ".tmp", token_dtype(dicts["tgt"]))
+    classify = _ClassTargets(cfg.classification) if cfg.classification else None
+    if classify:
+        builders.update({k: ArrayBuilder(prefixes[k] + ".tmp", TARGET_DTYPE) for k in TARGET_KEYS})
     stats = Counter()
     with open(base + ".bpe.tsv", encoding="utf-8") as f:
         for line in f:
@@ -356,6 +402,8 @@ def binarize_shard(shard: Shard) -> dict:
             words = fields[1].split(" ")
             labels = fields[3].split(" ") if fields[3] else []
             spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
+            if classify:
+                labels = classify.add(compact_to_tree(fields[1:5]), fields[5], builders, stats)
             leaves = encode(dicts["src"], words, append_eos=False)
             nodes = encode(dicts["labels"], labels, append_eos=False)
             builders["leaves"].add(leaves)
@@ -375,7 +423,29 @@ def binarize_shard(shard: Shard) -> dict:
         b.finalize()
         for ext in (".bin", ".idx"):
             os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
-    meta = {"stats": dict(stats),
-            "seconds": {"binarize": time.perf_counter() - t0}}
+    meta = {"stats": dict(stats), "seconds": {"binarize": time.perf_counter() - t0}}
+    if classify:
+        meta["class_counts"] = dict(classify.class_counts)
     write_meta(base + ".bin.json", meta)
     return meta
+
+
+class _ClassTargets:
+    """Binarize-stage classification: the node inputs and targets of one subword tree
+    (:mod:`fairseq_tree.data.class_labels`)."""
+
+    def __init__(self, options: Dict):
+        self.scheme, self.options = class_scheme(options), options
+        self.class_counts: Counter = Counter()
+
+    def add(self, tree: Tree, label_field: str, builders: dict, stats: Counter) -> List[str]:
+        """Write the targets; returns the node labels to binarize as inputs."""
+        sentence_label = label_field if self.options["labels"] == "file" else None
+        target, node_t, leaf_t = tree_targets(tree, self.scheme, sentence_label)
+        builders["target"].add([target])
+        builders["node_target"].add(node_t)
+        builders["leaf_target"].add(leaf_t)
+        stats["labelled_nodes"] += sum(t != NO_TARGET for t in node_t)
+        stats["labelled_leaves"] += sum(t != NO_TARGET for t in leaf_t)
+        self.class_counts[self.scheme.classes[target]] += 1
+        return node_inputs(tree.labels, self.options["node_inputs"])
