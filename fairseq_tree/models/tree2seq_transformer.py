@@ -46,6 +46,25 @@ def _tree_attention_kwargs(args) -> dict:
     )
 
 
+def add_tree_args(parser) -> None:
+    """The tree encoder's flags (ablations of the paper's Table 3, the authors' code's choices); shared by every
+    model built on :class:`Tree2SeqEncoder`."""
+    parser.add_argument("--no-hierarchical-embeddings", action="store_true",
+                        help="ablation: no hierarchical embeddings (paper Table 3, -HierEmb)")
+    parser.add_argument("--no-subtree-mask", action="store_true",
+                        help="ablation: node queries see every leaf and node (paper Table 3, -SubMask)")
+    parser.add_argument("--hier-embed-size", type=int, metavar="E",
+                        help="|E|: rows of the vertical and horizontal hierarchical embeddings (paper: 100)")
+    parser.add_argument("--tree-vertical-index", choices=["path", "depth"],
+                        help="vertical embedding index: nodes on the path from the leaf (paper) or the "
+                             "node's depth from the root (authors' code)")
+    parser.add_argument("--tree-mean-without-leaf", action="store_true",
+                        help="upward mean divides by the number of nodes only, the leaf in the sum but "
+                             "not in the count (authors' code); default: the paper's |path| incl. the leaf")
+    parser.add_argument("--tree-leaf-weights", choices=["vector", "per-head"],
+                        help="w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)")
+
+
 # --------------------------------------------------------------------------------------------------
 # encoder
 # --------------------------------------------------------------------------------------------------
@@ -114,8 +133,10 @@ class Tree2SeqEncoder(FairseqEncoder):
                                    max_vertical=self.max_hier_index)
 
     def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, src_nodes: Optional[Tensor] = None,
-                src_spans: Optional[Tensor] = None, return_all_hiddens: bool = False):
-        """src_tokens [B, N] leaves, src_nodes [B, M] label ids, src_spans [B, M, 2] half-open spans."""
+                src_spans: Optional[Tensor] = None, return_all_hiddens: bool = False, return_attention: bool = False):
+        """src_tokens [B, N] leaves, src_nodes [B, M] label ids, src_spans [B, M, 2] half-open spans.
+        With ``return_attention``, ``out['attention']`` holds each layer's self-attention probabilities
+        [H, B, N + M, N + M] (queries and keys ``[leaves; nodes]``)."""
         if src_nodes is None or src_spans is None:
             raise ValueError("tree2seq needs src_nodes and src_spans: use --task tree_translation")
         tree = self.build_tree(src_tokens, src_nodes, src_spans)
@@ -126,15 +147,19 @@ class Tree2SeqEncoder(FairseqEncoder):
         x = self.dropout_module(torch.cat([leaves, nodes], 1)).transpose(0, 1)  # [N + M, B, C]
         padding_mask = torch.cat([tree.leaf_pad_mask, tree.node_pad_mask], 1)
         states = [x] if return_all_hiddens else []
+        attention = []
         for layer in self.layers:
-            x, _ = layer(x, tree)
+            x, attn = layer(x, tree, need_head_weights=return_attention)
             if return_all_hiddens:
                 states.append(x)
+            if return_attention:
+                attention.append(attn)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         return {
             "encoder_out": [x], "encoder_padding_mask": [padding_mask], "encoder_embedding": [],
             "encoder_states": states, "tree": [tree], "src_tokens": [], "src_lengths": [],
+            **({"attention": attention} if return_attention else {}),
         }
 
     @torch.jit.unused
@@ -219,20 +244,7 @@ class Tree2SeqModel(TransformerModel):
     @staticmethod
     def add_args(parser):
         TransformerModel.add_args(parser)
-        parser.add_argument("--no-hierarchical-embeddings", action="store_true",
-                            help="ablation: no hierarchical embeddings (paper Table 3, -HierEmb)")
-        parser.add_argument("--no-subtree-mask", action="store_true",
-                            help="ablation: node queries see every leaf and node (paper Table 3, -SubMask)")
-        parser.add_argument("--hier-embed-size", type=int, metavar="E",
-                            help="|E|: rows of the vertical and horizontal hierarchical embeddings (paper: 100)")
-        parser.add_argument("--tree-vertical-index", choices=["path", "depth"],
-                            help="vertical embedding index: nodes on the path from the leaf (paper) or the "
-                                 "node's depth from the root (authors' code)")
-        parser.add_argument("--tree-mean-without-leaf", action="store_true",
-                            help="upward mean divides by the number of nodes only, the leaf in the sum but "
-                                 "not in the count (authors' code); default: the paper's |path| incl. the leaf")
-        parser.add_argument("--tree-leaf-weights", choices=["vector", "per-head"],
-                            help="w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)")
+        add_tree_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
@@ -274,14 +286,19 @@ class Tree2SeqModel(TransformerModel):
 # architectures (paper settings; tiny for CPU runs and tests)
 # --------------------------------------------------------------------------------------------------
 
-@register_model_architecture("tree2seq", "tree2seq")
-def tree2seq_base(args):
+def tree_defaults(args) -> None:
+    """Defaults of the :func:`add_tree_args` flags (the paper's settings)."""
     args.no_hierarchical_embeddings = getattr(args, "no_hierarchical_embeddings", False)
     args.no_subtree_mask = getattr(args, "no_subtree_mask", False)
     args.hier_embed_size = getattr(args, "hier_embed_size", None) or 100
     args.tree_vertical_index = getattr(args, "tree_vertical_index", None) or "path"
     args.tree_mean_without_leaf = getattr(args, "tree_mean_without_leaf", False)
     args.tree_leaf_weights = getattr(args, "tree_leaf_weights", None) or "vector"
+
+
+@register_model_architecture("tree2seq", "tree2seq")
+def tree2seq_base(args):
+    tree_defaults(args)
     base_architecture(args)
 
 
