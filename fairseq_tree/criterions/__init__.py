@@ -1,2 +1,3 @@
-"""Criterions fairseq lacks: ``span_hinge_dependency`` (LAL parser)."""
+"""Criterions fairseq lacks: ``span_hinge_dependency`` (LAL parser), ``tree_classification``."""
 from fairseq_tree.criterions import span_hinge_dependency  # noqa: F401  (registers the criterion)
+from fairseq_tree.criterions import tree_classification  # noqa: F401  (registers the criterion)
