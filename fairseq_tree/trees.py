@@ -408,7 +408,7 @@ def labelled_tree_from_brackets(text: str, classes) -> Tree:
     raw = parse_brackets(text)
     if len(raw) != 1:
         raise TreeFormatError(f"{len(raw)} trees on one line: a class-labelled line holds one sentence tree")
-    return canonicalize([_labelled_raw(raw[0], frozenset(classes))])
+    return canonicalize([_labelled_raw(raw[0], dict.fromkeys(classes))])  # ordered, O(1) lookups
 
 
 # --------------------------------------------------------------------------------------------------

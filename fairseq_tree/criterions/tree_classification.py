@@ -21,14 +21,13 @@ import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
-from omegaconf import II
 
 from fairseq_tree.data.class_labels import NO_TARGET
 
 
 @dataclass
 class TreeClassificationCriterionConfig(FairseqDataclass):
-    root_only: bool = II("task.root_only")  # the task's --root-only (a task flag: no --criterion needed)
+    """No options of its own: ``--root-only`` is a flag of the task (so that no ``--criterion`` is needed)."""
 
 
 def unit_logits_and_targets(net_output: dict, sample: dict):
@@ -42,9 +41,9 @@ def unit_logits_and_targets(net_output: dict, sample: dict):
 
 @register_criterion("tree_classification", dataclass=TreeClassificationCriterionConfig)
 class TreeClassificationCriterion(FairseqCriterion):
-    def __init__(self, task, root_only=False):
+    def __init__(self, task):
         super().__init__(task)
-        self.root_only = root_only
+        self.root_only = bool(getattr(task.cfg, "root_only", False))
 
     def forward(self, model, sample, reduce=True):
         out = model(**sample["net_input"])
