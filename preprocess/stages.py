@@ -59,7 +59,7 @@ class StageConfig:
     max_positions: int
     parser_options: Dict
     parse_batch_size: int = 256
-    classification: Optional[Dict] = None  # --task classification: labels, num_classes, class_names, binary, node_inputs
+    classification: Optional[Dict] = None  # --task classification: pipeline.classification_options
 
 
 def class_scheme(options: Dict) -> ClassScheme:

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import torch
 
-from conftest import BIN, SHARED
+from conftest import BIN, REPO, SHARED, run_command
 
 from fairseq.data import Dictionary, data_utils
 from fairseq_tree.trees import expand_subwords, read_tree_lines
@@ -275,3 +275,113 @@ def test_stanza_pipeline_then_given_reuses_its_trees(tiny_stanza_models, tmp_pat
     for f in sorted((tmp_path / "stanza").iterdir()):
         if f.suffix in (".bin", ".idx", ".txt", ".trees"):
             assert f.read_bytes() == (tmp_path / "given" / f.name).read_bytes(), f.name
+
+
+# ---------------------------------------------------------------- --task classification: bad input
+
+SST_GOOD = ["(3 (2 The) (4 (3 good) (2 film)))", "(1 (2 A) (1 (1 dull) (2 plot)))", "(2 (2 It) (2 (2 is) (2 .)))"]
+PARSED = [g.decode() for g in GOOD]
+
+
+def classification_cli(*args):
+    from preprocess.cli import cli_main
+
+    return cli_main(["--task", "classification", *map(str, args)])
+
+
+@pytest.mark.parametrize("src, labels, where, message", [
+    (["(3 (2 The) (4 (3 good) (2 film)))", "((2 The) (2 Rock))", SST_GOOD[2]], None, "train.txt:2",
+     "the node over 'The Rock' has no class label"),
+    (["(3 (2 The) (4 (3 good) (2 film)))", SST_GOOD[1], "(2 (2 It) (5 (2 is) (2 .)))"], None, "train.txt:3",
+     "label '5' of the node over 'is .' is not a class (0, 1, 2, 3, 4) [bad_labelled_tree]"),
+    (["(3 (2 The) (4 (3 good) film))", SST_GOOD[1], SST_GOOD[2]], None, "train.txt:1",
+     "word 'film' has no class label"),
+    (PARSED, ["4", "9", "0"], "train.label:2", "label '9' is not a class (0, 1, 2, 3, 4) [bad_label]"),
+    (PARSED, ["4", " ", "0"], "train.label:2", "empty line [empty_line]"),
+])
+def test_classification_bad_lines_fail_or_are_skipped(tmp_path, capsys, src, labels, where, message):
+    suffix = "txt" if labels is None else "en"
+    (tmp_path / f"train.{suffix}").write_text("\n".join(src) + "\n", encoding="utf-8")
+    args = ["-s", suffix, "--trainpref", tmp_path / "train", "--labels", "nodes" if labels is None else "file"]
+    if labels is not None:
+        (tmp_path / "train.label").write_text("\n".join(labels) + "\n")
+        args += ["--parser", "given"]
+    assert classification_cli(*args, "--destdir", tmp_path / "fail") == 1
+    assert f"{tmp_path / where}: {message}" in capsys.readouterr().err
+    assert not list((tmp_path / "fail").glob("*.bin"))
+
+    assert classification_cli(*args, "--destdir", tmp_path / "skip", "--on-error", "skip") == 0
+    report = json.loads((tmp_path / "skip" / "preprocess.json").read_text())["splits"]["train"]
+    assert (report["lines"], report["sentences"], report["skipped"]) == (3, 2, 1)
+    (entry,) = report["skipped_lines"]
+    assert f"{entry['file']}:{entry['line']}" == str(tmp_path / where)
+    assert len(load(tmp_path / "skip" / f"train.{suffix}-None.{suffix}.target")) == 2
+
+
+def test_classification_label_file_of_another_length(tmp_path, capsys):
+    (tmp_path / "train.en").write_text("\n".join(PARSED) + "\n")
+    (tmp_path / "train.label").write_text("4\n0\n")
+    assert classification_cli("-s", "en", "--trainpref", tmp_path / "train", "--parser", "given", "--on-error", "skip",
+                              "--destdir", tmp_path / "b") == 1
+    assert f"{tmp_path / 'train.label'}:3: file ends after 2 lines, but {tmp_path / 'train.en'} has 3 lines" \
+        in capsys.readouterr().err
+
+
+def test_classification_labels_from_a_file_with_syntactic_node_inputs(tmp_path):
+    """--labels file: the sentence's class on the root only; --node-inputs syntax: the parser's labels as inputs."""
+    (tmp_path / "train.en").write_text("\n".join(PARSED) + "\n")
+    (tmp_path / "train.label").write_text("4\n0\n2\n")
+    assert classification_cli("-s", "en", "--trainpref", tmp_path / "train", "--parser", "given", "--node-inputs",
+                              "syntax", "--binary", "--destdir", tmp_path / "b") == 0
+    labels = Dictionary.load(str(tmp_path / "b" / "dict.en.labels.txt"))
+    p = tmp_path / "b" / "train.en-None.en"
+    # "A cat sat" (class 2, neutral) is dropped by --binary; "The dog barked ." (4) and "It rained ." (0) stay
+    assert [[labels[i] for i in row] for row in load(f"{p}.nodes")] == [["NP", "S"], ["S"]]
+    assert load(f"{p}.target") == [[1], [0]]
+    assert load(f"{p}.node_target") == [[-1, 1], [0]] and load(f"{p}.leaf_target") == [[-1] * 4, [-1] * 3]
+    report = json.loads((tmp_path / "b" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["filtered_lines"] == [3] and report["sentences_per_class"] == {"negative": 1, "positive": 1}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--labels", "nodes", "--node-inputs", "syntax"], "--node-inputs syntax needs syntactic trees"),
+    (["--binary", "--num-classes", "3"], "the binary (SST-2) view maps 5 classes, not 3"),
+    (["--labels", "nodes", "--parser", "stanza"], "--labels nodes reads the trees from the SRC files"),
+])
+def test_classification_flags_that_do_not_fit(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit):
+        classification_cli("-s", "txt", "--trainpref", tmp_path / "train", *args)
+    assert message in capsys.readouterr().err
+
+
+def test_classification_of_raw_text_parsed_by_stanza(tiny_stanza_models, tmp_path):
+    """--labels file on raw text parsed by stanza (sentence targets only); a tree classifier trained on it classifies
+    raw text parsed on the fly (fairseq-tree-classify) exactly as it classifies the pipeline's trees of that text."""
+    from fairseq_tree.evaluation.classify_cli import main as classify
+    from fairseq_tree.trees import labelled_tree_from_brackets
+
+    lines = (SHARED / "data" / "sst" / "train.txt").read_text(encoding="utf-8").splitlines()[:60]
+    text = [" ".join(labelled_tree_from_brackets(t, "01234").words) for t in lines]
+    corpus = tmp_path / "raw"
+    corpus.mkdir()
+    for split, lo, hi in (("train", 0, 48), ("valid", 48, 60)):
+        (corpus / f"{split}.en").write_text("\n".join(text[lo:hi]) + "\n", encoding="utf-8")
+        (corpus / f"{split}.label").write_text("".join(t[1] + "\n" for t in lines[lo:hi]))
+    dest = tmp_path / "bin"
+    assert classification_cli("-s", "en", "--trainpref", corpus / "train", "--validpref", corpus / "valid",
+                              "--parser", "stanza", "--stanza-model-dir", tiny_stanza_models, "--destdir", dest) == 0
+    report = json.loads((dest / "preprocess.json").read_text())["splits"]
+    assert report["train"]["sentences"] == 48 and report["valid"]["sentences"] == 12
+    assert report["train"]["labelled_nodes"] + report["train"]["labelled_leaves"] == 48  # the roots only
+
+    run_command(BIN / "fairseq-train", dest, "--user-dir", REPO / "fairseq_tree", "--task", "tree_classification",
+                "--arch", "tree_classifier_tiny", "--optimizer", "adam", "--lr", "1e-3", "--max-update", "3",
+                "--max-tokens", "2048", "--cpu", "--save-dir", tmp_path / "ckpt", "--num-workers", "0",
+                "--no-epoch-checkpoints")
+    ckpt = tmp_path / "ckpt" / "checkpoint_last.pt"
+    proc = run_command(BIN / "fairseq-tree-classify", "--path", ckpt, "--input", corpus / "valid.en", "--labels",
+                       corpus / "valid.label", "--stanza-model-dir", tiny_stanza_models)
+    scores = classify(["--path", str(ckpt), "--input", str(dest / "valid.en.trees"), "--labels",
+                       str(corpus / "valid.label"), "--output", str(tmp_path / "pred")])
+    assert proc.stdout.splitlines()[:-1] == (tmp_path / "pred").read_text().splitlines()
+    assert json.loads(proc.stdout.splitlines()[-1]) == scores and scores["sentences"] == 12

@@ -116,4 +116,5 @@ def node_inputs(labels: Sequence[str], mode: str) -> List[str]:
     return list(labels) if mode == "syntax" else [NODE_SYMBOL] * len(labels)
 
 
-__all__ = ["ClassScheme", "CLASSIFICATION_JSON", "NODE_SYMBOL", "NO_TARGET", "NODE_INPUTS", "is_piece", "tree_targets", "node_inputs"]
+__all__ = ["ClassScheme", "CLASSIFICATION_JSON", "NODE_SYMBOL", "NO_TARGET", "NODE_INPUTS", "is_piece", "tree_targets",
+           "node_inputs"]

@@ -10,7 +10,7 @@ with the phrase's class as the sentence target): the protocol Tai et al. (2015) 
 on the Stanford Sentiment Treebank.
 """
 
-from typing import List, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -37,8 +37,7 @@ def collate_classification(samples: Sequence[dict], pad_idx: int, label_pad_idx:
                       "src_lengths": torch.tensor([len(s["source"]) for s in samples], dtype=torch.long),
                       "src_nodes": nodes, "src_spans": spans},
         "target": torch.stack([s["target"] for s in samples]),
-        "node_target": data_utils.collate_tokens([s["node_target"] for s in samples], NO_TARGET, left_pad=False)
-        if nodes.size(1) else torch.full((len(samples), 0), NO_TARGET, dtype=torch.long),
+        "node_target": data_utils.collate_tokens([s["node_target"] for s in samples], NO_TARGET, left_pad=False),
         "leaf_target": data_utils.collate_tokens([s["leaf_target"] for s in samples], NO_TARGET, left_pad=False),
     }
 

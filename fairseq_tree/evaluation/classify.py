@@ -132,34 +132,40 @@ class Classifier:
         """-> (the predicted class of every sentence, in the view; scores with gold labels: ``sentences``,
         ``accuracy``, ``labelled_units``, ``phrase_accuracy``, ``no_class`` (gold neutral in the view))."""
         view = self.view(binary)
-        items = [e.item for e in examples]
-        preds = [0] * len(items)
-        unit_correct = unit_total = 0
-        for idx, batch, out in self.run(items):
-            probs = torch.softmax(out["sentence"].float().cpu(), -1) @ view
-            for i, p in zip(idx, probs.argmax(-1).tolist()):
-                preds[i] = p
-            if out.get("nodes") is not None:
-                c, t = _unit_counts(out, batch, view)
-                unit_correct, unit_total = unit_correct + c, unit_total + t
+        preds, (unit_correct, unit_total) = self._classify([e.item for e in examples], view)
         gold = [(i, e.gold) for i, e in enumerate(examples) if e.gold is not None]
         if not gold:
             return preds, {}
-        if self.model_has_units():
-            phrases = None
-        else:  # a sentence-only model: every labelled phrase as its own sample
-            phrases = [phrase_item(e.item, s, t, 0) for e in examples
-                       for s, t in zip(*labelled_phrases(e.item["spans"].numpy(), e.item["node_target"].numpy(),
-                                                         e.item["leaf_target"].numpy())[:2])]
-            ppreds, _ = self.predict([Example(p, None) for p in phrases], binary)
-            unit_total = len(phrases)
-            unit_correct = sum(int(p == int(it["target"])) for p, it in zip(ppreds, phrases))
+        if not self.model_has_units():
+            unit_correct, unit_total = self._phrase_counts(examples, view)
         scored = [(i, g) for i, g in gold if g != NO_TARGET]
         correct = sum(preds[i] == g for i, g in scored)
         return preds, {"sentences": len(scored), "accuracy": round(100.0 * correct / max(len(scored), 1), 2),
                        "labelled_units": unit_total,
                        "phrase_accuracy": round(100.0 * unit_correct / max(unit_total, 1), 2),
                        "no_class": len(gold) - len(scored)}
+
+    def _classify(self, items: Sequence[dict], view: torch.Tensor) -> Tuple[List[int], Tuple[int, int]]:
+        """Sentence predictions in the view, and (correct, scored) labelled units of a tree model."""
+        preds = [0] * len(items)
+        correct = total = 0
+        for idx, batch, out in self.run(items):
+            probs = torch.softmax(out["sentence"].float().cpu(), -1) @ view
+            for i, p in zip(idx, probs.argmax(-1).tolist()):
+                preds[i] = p
+            if out.get("nodes") is not None:
+                c, t = _unit_counts(out, batch, view)
+                correct, total = correct + c, total + t
+        return preds, (correct, total)
+
+    def _phrase_counts(self, examples: Sequence[Example], view: torch.Tensor) -> Tuple[int, int]:
+        """(correct, scored) labelled units of a sentence-only model: every labelled phrase classified as its own
+        sample (:func:`phrase_item`); phrases with no class in the view are not scored."""
+        phrases = [phrase_item(e.item, s, t, 0) for e in examples
+                   for s, t, _ in zip(*labelled_phrases(e.item["spans"].numpy(), e.item["node_target"].numpy(),
+                                                        e.item["leaf_target"].numpy()))]
+        preds, _ = self._classify(phrases, view)
+        return sum(int(p == int(it["target"])) for p, it in zip(preds, phrases)), len(phrases)
 
     def model_has_units(self) -> bool:
         """Whether the model classifies every node and leaf (tree models) or sentences only."""

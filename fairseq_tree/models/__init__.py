@@ -3,4 +3,4 @@ from fairseq_tree.models import lal_parser  # noqa: F401  (registers lal_parser 
 from fairseq_tree.models import constituent_transformer  # noqa: F401  (registers constituent_transformer and its architectures)
 from fairseq_tree.models import structformer  # noqa: F401  (registers structformer and its architectures)
 from fairseq_tree.models import mlm_transformer  # noqa: F401  (registers mlm_transformer and its architectures)
-from fairseq_tree.models import tree_classifier  # noqa: F401  (registers tree_classifier, transformer_classifier)
+from fairseq_tree.models import tree_classifier  # noqa: F401  (registers tree_classifier and transformer_classifier)

@@ -9,9 +9,10 @@ Data: a directory written by ``fairseq-tree-preprocess --task classification`` (
 targets ``target`` [B], ``node_target`` [B, M], ``leaf_target`` [B, N] (-1: no target); ``--max-tokens`` and
 ``--max-positions`` count leaves + nodes.
 
-Loss: every labelled node and leaf, or with ``--root-only`` the sentence only. Models: ``tree_classifier*`` (the tree2seq encoder + a classification head on every node and leaf) and the
-``transformer_classifier*`` baseline (fairseq's TransformerEncoder over the leaves). Criterion
-``tree_classification`` (the default): validation logs ``accuracy`` (sentences, i.e. roots) and, for models
+Loss: every labelled node and leaf, or with ``--root-only`` the sentence only. Models: ``tree_classifier*`` (the
+tree2seq encoder + a classification head on every node and leaf) and the ``transformer_classifier*`` baseline
+(fairseq's TransformerEncoder over the leaves). Criterion ``tree_classification`` (the default): validation logs
+``accuracy`` (sentences, i.e. roots) and, for models
 that classify every node, ``phrase_accuracy`` (every labelled node and leaf): select checkpoints with
 ``--best-checkpoint-metric accuracy --maximize-best-checkpoint-metric``.
 
@@ -80,8 +81,8 @@ class TreeClassificationTask(CriterionCheck, FairseqTask):
     def setup_task(cls, cfg: TreeClassificationConfig, **kwargs):
         data = cfg.data.split(":")[0]
         cfg.source_lang = cfg.source_lang or infer_source_lang(data)
-        paths = [os.path.join(data, f"dict.{cfg.source_lang}.txt"), os.path.join(data, f"dict.{cfg.source_lang}.labels.txt"),
-                 os.path.join(data, CLASSIFICATION_JSON)]
+        paths = [os.path.join(data, f"dict.{cfg.source_lang}.txt"),
+                 os.path.join(data, f"dict.{cfg.source_lang}.labels.txt"), os.path.join(data, CLASSIFICATION_JSON)]
         for p in paths:
             if not os.path.exists(p):
                 raise FileNotFoundError(f"{p}: missing (run fairseq-tree-preprocess --task classification)")
