@@ -5,6 +5,9 @@ the work directory and writes its own (temporary name, renamed when complete, th
 with counts and timings written last: its presence marks the shard as done, which makes reruns
 resume). Intermediate rows are tab-separated; a *compact tree* is four fields
 ``words<TAB>tags<TAB>labels<TAB>spans`` (space-separated within a field, spans flattened).
+With ``--task classification`` the target field holds the sentence's class (label file) or nothing, and a
+class-labelled tree keeps its classes in ``labels``/``tags`` until the binarize stage turns them into targets
+and node inputs (:mod:`fairseq_tree.data.class_labels`).
 """
 
 from __future__ import annotations
