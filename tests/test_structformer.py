@@ -218,6 +218,15 @@ def test_heads_by_hand():
     assert joint_parse([], [0.3]) == ([], [0])
 
 
+def test_algorithm3_tie_goes_to_the_right_child():
+    """Algorithm 3 lines 10-15: the left child's parent heads the constituent only if its height is strictly larger
+    (height_l > height_r); on a tie the `else` branch makes the right child's parent the head."""
+    assert joint_parse([1.0], [0.5, 0.5]) == ([(0, 2)], [2, 0])
+    assert joint_parse([1.0], [0.6, 0.5]) == ([(0, 2)], [0, 1])
+    # (w0 (w1 w2)), all heights equal: w1 <- w2, then w0 <- w2
+    assert joint_parse([2.0, 1.0], [1.0, 1.0, 1.0]) == ([(1, 3), (0, 3)], [3, 3, 0])
+
+
 def _hand_parse_batch():
     """Two sentences in the task's layout (`<s> w.. </s> <pad>..`, T = 7) with hand-made structure: row i of p_D
     is word i's parent distribution and its argmax (the eq. 17 head) differs from the argmax of column i, so reading
