@@ -154,6 +154,8 @@ TGT = [b"der hund bellte .", b"es regnete .", b"eine katze sass"]
     ("malformed", [GOOD[0], b"(S (NP (PRP It)) (VP (VBD rained)", GOOD[2]], TGT, "train.en:2", "malformed_tree"),
     ("control char", GOOD, [TGT[0], b"es reg\x07nete .", TGT[2]], "train.xx:2", "unknown_character"),
     ("bad utf-8", GOOD, [TGT[0], b"es r\xe9gnete .", TGT[2]], "train.xx:2", "bad_encoding"),
+    # U+FFFD, the replacement character a lossy decode leaves: valid UTF-8, but the text is already damaged
+    ("replacement char", GOOD, [TGT[0], "es r\ufffdgnete .".encode(), TGT[2]], "train.xx:2", "unknown_character"),
 ])
 def test_bad_line_fails_or_is_skipped(tmp_path, case, src, tgt, where, reason):
     pref = _corpus(tmp_path, src, tgt)
@@ -203,13 +205,20 @@ def test_leaves_disagreeing_with_source_tokens(tmp_path):
 
 
 def test_too_long_for_max_positions(tmp_path):
-    pref = _corpus(tmp_path, GOOD, TGT)
-    # leaves + nodes: 4 + 2 = 6, 3 + 1 = 4, 3 + 2 = 5; targets + EOS: 5, 4, 4
+    pref = _corpus(tmp_path, GOOD + [GOOD[1]], TGT + [b"es regnete heute sehr ."])
+    # leaves + nodes: 4 + 2 = 6, 3 + 1 = 4, 3 + 2 = 5, 4; targets + EOS: 5, 4, 4, 6
     proc = run_cli(*given_args_simple(pref, tmp_path / "f"), "--max-positions", "4", ok=False)
     assert "train.en:1" in proc.stderr and "--max-positions 4" in proc.stderr
     run_cli(*given_args_simple(pref, tmp_path / "s"), "--max-positions", "4", "--on-error", "skip")
     report = json.loads((tmp_path / "s" / "preprocess.json").read_text())["splits"]["train"]
-    assert report["skipped_by_reason"] == {"too_long": 2} and report["sentences"] == 1
+    assert report["skipped_by_reason"] == {"too_long": 3} and report["sentences"] == 1
+    # every skipped line is listed with its file, line and message
+    got = [(e["file"].rsplit("/", 1)[-1], e["line"], e["reason"], e["message"]) for e in report["skipped_lines"]]
+    assert got == [("train.en", 1, "too_long", "source has 6 leaves + nodes > --max-positions 4"),
+                   ("train.en", 3, "too_long", "source has 5 leaves + nodes > --max-positions 4"),
+                   ("train.xx", 4, "too_long", "target has 6 tokens (with EOS) > --max-positions 4")]
+    tgt_dict = Dictionary.load(str(tmp_path / "s" / "dict.xx.txt"))
+    assert [tgt_dict.string(torch.tensor(x)) for x in load(tmp_path / "s" / "train.en-xx.xx")] == ["es regnete ."]
 
 
 def test_parser_failure_is_localised():
