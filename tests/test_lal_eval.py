@@ -1,5 +1,7 @@
 """EVALB-rule bracket scorer, attachment scores and the parsing reader/writer on hand-made cases."""
 
+from collections import Counter
+
 import pytest
 
 from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets
@@ -38,7 +40,11 @@ def test_top_ignored_and_advp_prt_equivalent():
     g = T(GOLD)
     p = T("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (ADVP (RB down))) (. .)))")
     assert bracket_f1([g], [p])["f1"] == 100.0
-    assert ("TOP", 0, 3) not in evalb_brackets(g.spans, g.tags)
+    assert g.spans == [(0, 2, "NP"), (3, 4, "PRT"), (2, 4, "VP"), (0, 5, "S")]  # the reader drops the TOP wrapper
+    # DELETE_LABEL TOP (and ROOT): not counted even where a tree keeps them; PRT scored as ADVP; re-indexed
+    # over the words that are not punctuation (the final period)
+    kept = evalb_brackets([(0, 2, "NP"), (3, 4, "PRT"), (0, 5, "S"), (0, 5, "TOP"), (0, 5, "ROOT+S")], g.tags)
+    assert kept == Counter({("NP", 0, 2): 1, ("ADVP", 3, 4): 1, ("S", 0, 4): 2})
 
 
 def test_punctuation_removed_before_comparing_spans():
