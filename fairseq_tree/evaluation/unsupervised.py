@@ -55,8 +55,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
-from fairseq_tree.trees import (_UNESCAPE_WORD, ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, post_order,
-                                read_conllu, read_treebank)
+from fairseq_tree.trees import (ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, escape_word, plain_word,
+                                post_order, read_conllu, read_treebank)
 
 Span = Tuple[int, int]
 LabeledSpan = Tuple[int, int, str]
@@ -138,13 +138,9 @@ def project_heads(heads: Sequence[int], kept: Sequence[int]) -> List[int]:
     return out
 
 
-def _plain_token(w: str) -> str:
-    """Undo PTB escapes for comparing a dependency file's forms with tree leaves (``-LRB-``, ``\\/``)."""
-    return _UNESCAPE_WORD.get(w, w).replace("\\/", "/").replace("\\*", "*")
-
-
 def _same_token(a: str, b: str) -> bool:
-    return _plain_token(a) == _plain_token(b)
+    """Same word once the PTB escapes are undone (a dependency file's forms vs tree leaves: ``-LRB-``, ``\\/``)."""
+    return plain_word(a) == plain_word(b)
 
 
 def read_gold(mrg_path: str, conllu_path: Optional[str] = None, lowercase: bool = True,
@@ -474,8 +470,8 @@ def write_conllu(path: str, words: Sequence[Sequence[str]], heads: Sequence[Sequ
 def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = "S",
                       leaf_label: Optional[str] = None) -> str:
     """``(S (S w1 w2) w3)``: nested half-open spans (root added if missing, single words ignored) as one line
-    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``. ``(``/``)``
-    in words are written ``-LRB-``/``-RRB-``."""
+    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``, escaped as the
+    treebank writes them (``trees.escape_word``: ``(`` -> ``-LRB-``, ``{`` -> ``-LCB-``)."""
     n = len(words)
     if n == 0:
         raise ValueError("empty sentence")
@@ -490,7 +486,7 @@ def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = 
         closes[j - 1] += 1
     out = []
     for k, w in enumerate(words):
-        w = {"(": "-LRB-", ")": "-RRB-"}.get(w, w)
+        w = escape_word(w)
         out.append(f"({label} " * opens[k] + (f"({leaf_label} {w})" if leaf_label else w) + ")" * closes[k])
     return " ".join(out)
 
