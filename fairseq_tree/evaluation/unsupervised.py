@@ -27,10 +27,14 @@ out as in UF1 (``include_sentence_span=True`` keeps it); a gold node is recalled
 among the sentence's predicted spans. Corpus-level: recall(label) = recalled / total over all sentences.
 
 Attachment (:func:`attachment`): heads are 1-based with 0 for the root, over the kept words. UAS = fraction of
-words whose predicted head equals the gold head. UUAS: word i is correct when the undirected edge
-``{i, pred_head(i)}`` is among the gold undirected edges ``{{k, gold_head(k)}}``; the root is node 0, so a root
-edge ``{i, 0}`` matches only if i is a gold root. Every word counts once (denominator = number of words,
-one-word sentences included).
+words whose predicted head equals the gold head. UUAS = ``|P ∩ G| / n`` per corpus, with P and G the *sets* of
+undirected edges ``{i, head(i)}`` of a sentence (the root is node 0, so a root edge ``{i, 0}`` matches only a
+gold root edge) and n the number of words (= |G|: one gold edge per word; one-word sentences included). As sets,
+one gold edge is credited once even when predicted heads that are not a tree give it twice (words 1 and 2
+heading each other: gold ``[2, 0]``, predicted ``[2, 1]`` -> UUAS 50, UAS 50). StructFormer's evaluation
+(``tree_utils.evald``) instead counts every predicted word whose undirected (word, head word) pair is in the
+gold list, duplicates included, and compares lower-cased word *strings*: 100 for that example, so its UUAS of
+non-tree heads (eq. 17) can exceed ours.
 Gold heads of the kept words (:func:`read_gold`): a kept word whose gold head is a removed token (punctuation,
 ``$``: ``$ 35.2 million`` has ``$`` as head in the PTB dependency sample) is attached to its nearest kept
 ancestor (0 if none), so the gold stays a tree over the kept words (possibly with several roots).
@@ -249,20 +253,25 @@ def label_recall(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Spa
 
 
 # ----------------------------------------------------------------------------------- dependencies
+def undirected_edges(heads: Sequence[int]) -> set:
+    """The set of undirected edges ``{i, heads[i-1]}`` (words 1-based, 0 the root) of one sentence."""
+    return {frozenset((d, h)) for d, h in enumerate(heads, 1)}
+
+
 def attachment(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequence[int]]) -> Dict[str, float]:
-    """UAS / UUAS in percent over the kept words (rules in the module docstring), and ``words``."""
+    """UAS / UUAS in percent over the kept words (rules in the module docstring: UUAS compares undirected edge
+    sets), and the counts ``words``, ``uas_correct``, ``uuas_correct``."""
     if len(gold_heads) != len(pred_heads):
         raise ValueError(f"{len(pred_heads)} predicted vs {len(gold_heads)} gold sentences")
     words = uas = uuas = 0
     for k, (gh, ph) in enumerate(zip(gold_heads, pred_heads)):
         if len(gh) != len(ph):
             raise ValueError(f"sentence {k}: {len(ph)} predicted vs {len(gh)} gold heads")
-        gold_edges = {frozenset((d, h)) for d, h in enumerate(gh, 1)}
-        for d, (g, p) in enumerate(zip(gh, ph), 1):
-            uas += g == p
-            uuas += frozenset((d, p)) in gold_edges
+        uas += sum(g == p for g, p in zip(gh, ph))
+        uuas += len(undirected_edges(gh) & undirected_edges(ph))
         words += len(gh)
-    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words}
+    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words,
+            "uas_correct": uas, "uuas_correct": uuas}
 
 
 # -------------------------------------------------------------------------------------- baselines
