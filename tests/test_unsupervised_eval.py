@@ -147,7 +147,8 @@ def test_uuas_counts_each_gold_edge_once():
 
     from fairseq_tree.tasks.tree_induction import score_batch
 
-    g = GoldSentence(words=["a", "b"], raw_words=["a", "b"], tags=["DT", "NN"], spans=[(0, 2)], labeled=[], heads=[2, 0])
+    g = GoldSentence(words=["a", "b"], raw_words=["a", "b"], tags=["DT", "NN"], spans=[(0, 2)], labeled=[],
+                     heads=[2, 0])
     out = score_batch(SimpleNamespace(spans=[[(0, 2)]], heads=[[2, 1]]), [g])
     assert (out["uas_correct"], out["uuas_correct"], out["dep_total"]) == (1, 1, 2)
 
