@@ -32,7 +32,9 @@ unless --delete-wrappers (reported as "rules" in the JSON)."""
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-score", description=__doc__.split("\n\n")[0], epilog=EVALB_HELP)
+    p = argparse.ArgumentParser(prog="fairseq-tree-score", epilog=EVALB_HELP, description=(
+        "Score any parser's output against a gold treebank as EVALB (COLLINS.prm) does or, with --unsupervised, "
+        "as the unsupervised-parsing literature does."))
     p.add_argument("--gold", required=True, help="gold bracketed trees (.mrg)")
     p.add_argument("--pred", help="predicted bracketed trees, one per line (required unless only dependencies)")
     p.add_argument("--gold-dep", help="gold dependencies (CoNLL-U / CoNLL-X) of the same sentences")
