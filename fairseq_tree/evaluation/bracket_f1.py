@@ -27,8 +27,8 @@ Where this differs from the C program (per-sentence numbers and summaries are ot
 perturbed copies of wsj22 and ptb_sample/valid): a malformed line (unbalanced brackets, two words in one bracket,
 an empty bracket) is a fatal ``FILE:LINE`` error (EVALB counts an error sentence or reads an empty word);
 there is no ``MAX_ERROR`` (COLLINS.prm's 10 makes EVALB exit without a summary at its 12th error); no limit of 200
-words or brackets per sentence; a gold tree may continue over several lines (PTB's multi-line .mrg files); an
-F-measure of 0 / 0 is 0 (EVALB prints nan).
+words or brackets per sentence; a gold tree may continue over several lines (PTB's multi-line .mrg files) and blank
+gold lines are ignored (EVALB reads a blank gold line as a sentence); an F-measure of 0 / 0 is 0 (EVALB: nan).
 
 Dependencies (:func:`attachment_scores`): UAS / LAS over words whose gold tag is not one of the punctuation tags
 of rule 2 (:data:`PUNCT_TAGS`, the usual convention for PTB Stanford dependencies).
