@@ -11,9 +11,9 @@ from fairseq.data import Dictionary
 
 from fairseq_tree.models import structformer as sfm  # registers the model and its architectures
 from fairseq_tree.modules.dependency_attention import DependencyAttention, dependency_relations
-from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution,
-                                                      dependency_distribution_direct, distance_to_spans,
+from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution, distance_to_spans,
                                                       heads_from_dependency, joint_parse, word_masks)
+from reference_structformer import dependency_distribution_direct
 
 torch.set_num_threads(1)
 
@@ -74,6 +74,48 @@ def test_dependency_distribution_two_words_by_hand():
     assert p[0, 2, 1].item() == pytest.approx(c1 * e0 / (e0 + e1), abs=1e-6)
     assert root[0, 1].item() == pytest.approx(1 - c0 + c0 * e0 / (e0 + e1), abs=1e-6)
     assert p[0, 1, 1].item() == 0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dependency_distribution_heights_far_apart(dtype):
+    """Eq. 11 is a softmax per span: exact however far below the sentence's max a span's heights lie. Word 1 is 100
+    above the rest (logits 100, 0, 3, 1 and, in sentence 2, spread over 260 in four bands); the old per-sentence shift
+    floored e^(s1 δ - max) at e^-80, turning the softmax over words 2-4 into a uniform one (off by 0.51 here)."""
+    tok = torch.tensor([[0, 5, 6, 7, 8, 2, 1, 1], [0, 5, 6, 7, 8, 9, 10, 2]])
+    word, split = word_masks(tok, 0, 2, 1)
+    height = torch.tensor([[0, 100.0, 0.0, 3.0, 1.0, 0, 0, 0], [0, 260.0, 0.0, 3.0, 70.0, 140.0, 139.0, 0]],
+                          dtype=dtype)
+    dist = torch.tensor([[0, 50.0, -5.0, -5.0, 0, 0, 0], [0, 50.0, -5.0, -5.0, 80.0, 100.0, 0]], dtype=dtype)
+    s0, s1 = torch.tensor(1.0, dtype=dtype), torch.tensor(1.0, dtype=dtype)
+    p, root = dependency_distribution(dist, height, word, split, s0, s1)
+    for b, n in enumerate([4, 6]):
+        pd, rt = dependency_distribution_direct(dist[b, 1:n].double().numpy(), height[b, 1:n + 1].double().numpy())
+        np.testing.assert_allclose(p[b, 1:n + 1, 1:n + 1].double().numpy(), pd, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(root[b, 1:n + 1].double().numpy(), rt, atol=1e-6, rtol=0)
+    # word 2 (in the constituent of words 2-4 with probability ~1) takes word 3 (height 3) as its head: by hand,
+    # softmax(0, 3, 1) over words 2-4 gives word 3 e^3 / (1 + e^3 + e) = 0.844 of the span's mass
+    assert p[0, 2, 3].item() > 0.8
+    # and the gradients stay finite
+    dist64 = dist.double().requires_grad_()
+    height64 = height.double().requires_grad_()
+    p, root = dependency_distribution(dist64, height64, word, split, s0.double(), s1.double())
+    (p.sum() + (p * torch.arange(8.0, dtype=torch.float64)).sum() + root.sum()).backward()
+    assert torch.isfinite(height64.grad).all() and torch.isfinite(dist64.grad).all()
+
+
+def test_dependency_distribution_gradients_far_apart():
+    """Backward through several shift bands (heights spread over 200) against finite differences, fp64."""
+    tok = torch.tensor([[0, 5, 6, 7, 8, 9, 2]])
+    word, split = word_masks(tok, 0, 2, 1)
+    dist = torch.tensor([[0, 1.0, -0.5, 0.3, 0.8, 0]], dtype=torch.float64, requires_grad=True)
+    height = torch.tensor([[0, 200.0, 0.2, 1.1, 130.0, 70.5, 0]], dtype=torch.float64, requires_grad=True)
+    scales = torch.tensor([0.1, 0.0], dtype=torch.float64, requires_grad=True)
+
+    def f(dist, height, scales):
+        s = scales.exp()
+        return dependency_distribution(dist, height, word, split, s[0], s[1])
+
+    assert torch.autograd.gradcheck(f, (dist, height, scales), eps=1e-6, atol=1e-6)
 
 
 def test_dependency_distribution_gradients():

@@ -1,5 +1,7 @@
 """The tree data model: canonical form, bracket I/O, BPE subtrees, distances, dependencies."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,8 +86,12 @@ def test_brackets_in_words():
     assert t.words == ["cost", "(", "5", ")", "{", "x"]
     assert t.tags[1] == "-LRB-"
     text = to_brackets(t)
-    assert "(-LRB- -LRB-)" in text and "(-RRB- -RRB-)" in text and "(-LCB- {)" in text
+    # every bracket word is written as the treebank spells it (this read "(-LCB- {)" before: EVALB then finds
+    # "Words unmatch" against the gold's -LCB-)
+    assert "(-LRB- -LRB-)" in text and "(-RRB- -RRB-)" in text and "(-LCB- -LCB-)" in text
     assert tree_from_brackets(text) == t
+    t = tree_from_brackets("(X (-LSB- -LSB-) (-RSB- -RSB-) (-RCB- -RCB-))")
+    assert t.words == ["[", "]", "}"] and to_brackets(t) == "(X (-LSB- -LSB-) (-RSB- -RSB-) (-RCB- -RCB-))"
 
 
 def test_multi_sentence_line_merged_under_root():
@@ -146,6 +152,26 @@ def test_round_trip_every_valid_tree():
         # leaves are the treebank words minus -NONE-, with bracket tokens unescaped
         unescape = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}"}
         assert t.words == [unescape.get(w, w) for w in words.split()]
+
+
+_LEAF = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
+
+
+@pytest.mark.parametrize("name", ["ptb_sample/train.mrg", "ptb_sample/valid.mrg", "wsj22/wsj22.mrg"])
+def test_written_words_are_the_treebank_tokens(name):
+    """Both bracket writers (trees.to_brackets, parsing_data.to_brackets of fairseq-tree-parse) spell every word as
+    the treebank does (-LCB- / -RCB- in ptb_sample/train and wsj22), so EVALB finds the same words."""
+    from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets as write_parse
+
+    path = SHARED / "data" / name
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for line, (_, t) in zip(lines, read_treebank(str(path))):
+        tokens = [w for tag, w in _LEAF.findall(line) if tag != "-NONE-"]
+        assert [w for _, w in _LEAF.findall(to_brackets(t))] == tokens
+        p = parse_tree_from_brackets(line)
+        assert [w for _, w in _LEAF.findall(write_parse(p.words, p.tags, p.spans))] == tokens
 
 
 def test_wsj22_reads_with_top_wrapper():
