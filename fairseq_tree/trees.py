@@ -22,9 +22,10 @@ Canonical form (what every reader here returns, and what gets binarized):
   unique and nested this is the same as sorting by ``(end, -start)``. For ``n >= 2`` the root is the
   last node and spans ``(0, n)``.
 
-Words hold the surface token: ``-LRB-``/``-RRB-`` (and ``-LCB-``/``-RCB-``, ``-LSB-``/``-RSB-``) leaves
-are read as ``( ) { } [ ]``; when written back as brackets only ``(`` and ``)`` are escaped (as
-``-LRB-``/``-RRB-``), because only they clash with the bracket syntax. Labels are never unescaped.
+Words hold the surface token: ``-LRB-``/``-RRB-``, ``-LCB-``/``-RCB-`` and ``-LSB-``/``-RSB-`` leaves are
+read as ``( ) { } [ ]``, and written back as brackets with the same six escapes (:func:`escape_word`), as the
+Penn Treebank writes them: EVALB compares words as written, so a parse of a treebank sentence must spell
+``{`` as the treebank does (``-LCB-``). Reading and writing are exact inverses. Labels are never unescaped.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ BPE_SUFFIX = "@@"
 _UNESCAPE_WORD = {
     "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
 }
-_ESCAPE_WORD = {"(": "-LRB-", ")": "-RRB-"}
+_ESCAPE_WORD = {w: tok for tok, w in _UNESCAPE_WORD.items()}
 _TOKEN_RE = re.compile(r"\(|\)|[^\s()]+")
 
 
@@ -415,7 +416,8 @@ def labelled_tree_from_brackets(text: str, classes) -> Tree:
 # Writing brackets
 # --------------------------------------------------------------------------------------------------
 
-def _word_token(word: str) -> str:
+def escape_word(word: str) -> str:
+    """A word as a bracket-file token: ``( ) { } [ ]`` -> ``-LRB- -RRB- -LCB- -RCB- -LSB- -RSB-`` (PTB)."""
     return _ESCAPE_WORD.get(word, word)
 
 
@@ -433,7 +435,7 @@ def to_brackets(tree: Tree) -> str:
         for label in opens[j]:
             out.append("(" + label + " ")
         tag = tree.tags[j] if tree.tags[j] is not None else "X"
-        out.append(f"({tag} {_word_token(tree.words[j])})")
+        out.append(f"({tag} {escape_word(tree.words[j])})")
         out.append(")" * closes[j])
         if j + 1 < n:
             out.append(" ")
@@ -600,17 +602,30 @@ class DependencyTree:
     tags: List[str]
     heads: List[int]
     relations: List[str]
+    line: Optional[int] = None  # where the sentence's first token line is in its file
 
 
-def read_conllu(path: str) -> Iterator[DependencyTree]:
-    """CoNLL-U / CoNLL-X sentences (multi-word token and empty-node lines are skipped)."""
+def plain_word(word: str) -> str:
+    """A token with the PTB escapes undone, for comparing words across files that escape differently: ``-LRB-``
+    etc. (the six of :func:`escape_word`) and ``\\/``, ``\\*`` (escaped in .mrg, often not in dependency files)."""
+    return _UNESCAPE_WORD.get(word, word).replace("\\/", "/").replace("\\*", "*")
+
+
+def read_conllu(path: str, trees: bool = True) -> Iterator[DependencyTree]:
+    """CoNLL-U / CoNLL-X sentences (multi-word token and empty-node lines are skipped). ``trees``: every sentence
+    must be a dependency tree (:func:`check_heads`); otherwise heads need only be in range (predicted heads, e.g.
+    per-word argmaxes, may have cycles or several roots)."""
     def finish(rows, lineno):
+        heads = [r[2] for r in rows]
         try:
-            check_heads([r[2] for r in rows])
+            if trees:
+                check_heads(heads)
+            elif not all(0 <= h <= len(heads) for h in heads):
+                raise ValueError(f"head out of range for {len(heads)} words")
         except ValueError as e:
             raise TreeFormatError(str(e), path, lineno) from None
         return DependencyTree([r[0] for r in rows], [r[1] for r in rows],
-                              [r[2] for r in rows], [r[3] for r in rows])
+                              [r[2] for r in rows], [r[3] for r in rows], lineno)
 
     rows: list = []
     start = None

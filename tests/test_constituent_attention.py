@@ -250,6 +250,22 @@ def test_algorithm1_hand_derived():
     assert parse_algorithm1(np.full((3, 1), 0.99)) == [(0, 2)]
 
 
+def test_algorithm1_threshold_is_strict():
+    """Algorithm 1 line 10: a span moves down (or stays flat at layer m) only if its minimum link is ABOVE the
+    threshold (a_b > thres); a minimum link equal to the threshold is a breakpoint."""
+    links = np.array([[0.8, 0.9, 0.95]])
+    # [0,3]: min 0.8 is not > 0.8 -> split [0] | [1,3]; [1,3] at m = 0: min 0.9 > 0.8 -> flat
+    assert parse_algorithm1(links, min_layer=0, threshold=0.8) == [(1, 4), (0, 4)]
+    assert parse_algorithm1(links, min_layer=0, threshold=0.79) == [(0, 4)]  # min 0.8 > 0.79: one flat span
+    # the code's inner rule is strict too: a child goes one layer down only if all its links are > 0.7
+    links = np.array([[0.1, 0.9, 0.2],
+                      [0.5, 0.7, 0.75]])
+    # layer 1: split at link 0 (0.5); child [1,3] has link 0.7, not > 0.7 -> stays at layer 1 -> split at link 1
+    assert parse_algorithm1(links, min_layer=0, inner_threshold=0.7) == [(2, 4), (1, 4), (0, 4)]
+    # inner threshold 0.69: [1,3] goes down to layer 0 -> split at link 2 (0.2)
+    assert parse_algorithm1(links, min_layer=0, inner_threshold=0.69) == [(1, 3), (1, 4), (0, 4)]
+
+
 def test_algorithm1_code_rule():
     # paper: split at link 0 (layer 2), [1,4] at layer 1 -> split at link 1: [1] | [2,4] at layer 0 ->
     # split at link 3: [2,3] | [4]

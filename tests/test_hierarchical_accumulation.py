@@ -299,6 +299,49 @@ def test_gradients_reach_parameters(variant):
     assert (acc_mod.horizontal_embed.weight.grad[7:] == 0).all()
 
 
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_leaf_weight_gradients_through_tree_attention_match_finite_differences(variant):
+    """w = L u_s (eq. 16; the code: a per-head Linear): the encoder self-attention's output, through the
+    accumulated node values, gives u_s and the leaf states L the gradient that central finite differences of
+    the forward give (float64), and u_s's is not zero."""
+    rng = random.Random(2)
+    trees = [bpe_tree(), random_tree(rng, 4)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    E, H = 8, 2
+    torch.manual_seed(0)
+    enc = TreeMultiheadAttention(E, H, self_attention=True, **VARIANTS[variant]).double().eval()
+    name = "accumulation.weight_proj.weight"
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(N + M, 2, E, generator=g, dtype=torch.float64)
+    probe = torch.randn(N + M, 2, E, generator=g, dtype=torch.float64)
+    u0 = dict(enc.named_parameters())[name].detach().clone()
+
+    def loss(u, xx):
+        out, _ = torch.func.functional_call(enc, {name: u}, (xx, tree))
+        return (out * probe).sum()
+
+    u, xg = u0.clone().requires_grad_(), x.clone().requires_grad_()
+    gu, gx = torch.autograd.grad(loss(u, xg), (u, xg))
+
+    def numeric(f, t, eps=1e-6):
+        out = torch.zeros_like(t)
+        flat = out.view(-1)
+        for k in range(t.numel()):
+            d = torch.zeros_like(t).view(-1)
+            d[k] = eps
+            flat[k] = (f(t + d.view_as(t)) - f(t - d.view_as(t))) / (2 * eps)
+        return out
+
+    with torch.no_grad():
+        nu = numeric(lambda t: loss(t, x), u0)
+        nx = numeric(lambda t: loss(u0, torch.cat([t, x[N:]])), x[:N])  # the leaf rows: w's input
+    assert nu.abs().max() > 1e-3  # the output depends on u_s
+    torch.testing.assert_close(gu, nu, atol=1e-7, rtol=1e-6)
+    torch.testing.assert_close(gx[:N], nx, atol=1e-7, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------------------- (d) masks
 def test_subtree_mask_hand_made():
     # ((a b) c): node 0 = (0, 2), node 1 = root (0, 3). Layout [a, b, c, n0, n1].

@@ -1,9 +1,11 @@
-"""EVALB-rule bracket scorer, attachment scores and the parsing reader/writer on hand-made cases."""
+"""EVALB-rule bracket scorer, attachment scores and the parsing reader/writer on hand-made cases. Expected
+numbers marked "EVALB:" are the output of the real evalb.c (COLLINS.prm) on the same lines."""
 
 import pytest
 
-from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets
-from fairseq_tree.evaluation.bracket_f1 import attachment_scores, bracket_f1, evalb_brackets
+from fairseq_tree.data.parsing_data import ParseTree, parse_tree_from_brackets, to_brackets
+from fairseq_tree.evaluation.bracket_f1 import (COLLINS_DELETE_LABELS, WRAPPER_LABELS, attachment_scores, bracket_f1,
+                                                evalb_brackets, format_report, score_files)
 
 
 def T(text):
@@ -30,7 +32,7 @@ GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PRT (RP down))) (. .)))"
 def test_identical_trees_score_100():
     g = T(GOLD)
     r = bracket_f1([g], [g])
-    assert r["f1"] == 100.0 and r["exact_match"] == 100.0
+    assert r["f1"] == 100.0 and r["complete_match"] == 100.0
     assert r["gold_brackets"] == 4  # S, NP, VP, PRT; TOP and POS tags are not brackets
 
 
@@ -38,7 +40,12 @@ def test_top_ignored_and_advp_prt_equivalent():
     g = T(GOLD)
     p = T("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (ADVP (RB down))) (. .)))")
     assert bracket_f1([g], [p])["f1"] == 100.0
-    assert ("TOP", 0, 3) not in evalb_brackets(g.spans, g.tags)
+    assert g.spans == [(0, 2, "NP"), (3, 4, "PRT"), (2, 4, "VP"), (0, 5, "S")]  # the reader drops the TOP wrapper
+    # DELETE_LABEL TOP: not counted even where a tree keeps it; PRT scored as ADVP; re-indexed over the words
+    # that are not punctuation (the final period). ROOT is no COLLINS.prm label: counted unless asked
+    kept = evalb_brackets([(0, 2, "NP"), (3, 4, "PRT"), (0, 5, "S"), (0, 5, "TOP"), (0, 5, "ROOT")], g.tags)
+    assert kept == [("NP", 0, 2), ("ADVP", 3, 4), ("S", 0, 4), ("ROOT", 0, 4)]
+    assert evalb_brackets([(0, 5, "ROOT")], g.tags, delete_labels=COLLINS_DELETE_LABELS | WRAPPER_LABELS) == []
 
 
 def test_punctuation_removed_before_comparing_spans():
@@ -65,9 +72,99 @@ def test_wrong_label_and_span_counts():
     assert r3["recall"] == 100.0 and r3["precision"] == pytest.approx(80.0)
 
 
-def test_length_mismatch_is_an_error():
-    with pytest.raises(ValueError):
-        bracket_f1([T(GOLD)], [T("(S (NP (DT The) (NN cat)) (VBD sat))")])
+def test_length_mismatch_is_an_error_sentence():
+    # EVALB does not stop: the sentence is an error sentence ("Length unmatch (4|3)") and is not scored (this test
+    # expected a ValueError before the scorer followed evalb.c)
+    r = bracket_f1([T(GOLD), T(GOLD)], [T("(S (NP (DT The) (NN cat)) (VBD sat))"), T(GOLD)])
+    assert (r["sentences"], r["error_sentences"], r["valid_sentences"], r["skipped"]) == (2, 1, 1, 1)
+    assert r["skipped_by_reason"] == {"length unmatch": 1} and r["f1"] == 100.0
+
+
+IT_WORKS = "(TOP (S (NP (PRP It)) (VP (VBZ works)) (. .)))"
+
+
+def test_tagging_accuracy_excludes_punctuation():
+    # EVALB: Tagging accuracy 50.00 (1 of the 2 words left once '.' is deleted); counting '.' gives 66.67
+    r = bracket_f1([T(IT_WORKS)], [T(IT_WORKS.replace("VBZ", "NNS"))])
+    assert r["tagging_accuracy"] == pytest.approx(50.0)
+    assert (r["words"], r["correct_tags"], r["f1"]) == (2, 1, 100.0)
+
+
+def test_words_deleted_by_each_trees_own_tags():
+    gold = [T(IT_WORKS), T(IT_WORKS), T(IT_WORKS.replace("(. .)", "(NN .)"))]
+    pred = [T(IT_WORKS.replace("(. .)", "(NN .)")),  # '.' tagged NN: 3 predicted words vs 2 gold
+            T("(TOP (S (NP (PRP It)) (VP (VBZ works))))"),  # no '.' at all: 2 words each, scored
+            T(IT_WORKS)]  # gold tags the final '.' NN: 3 gold words vs 2
+    r = bracket_f1(gold, pred)
+    # EVALB: 1 : Length unmatch (2|3), 3 : Length unmatch (3|2); sentence 2 valid, 100 / 100
+    assert (r["error_sentences"], r["valid_sentences"], r["skipped_by_reason"]) == (2, 1, {"length unmatch": 2})
+    assert (r["recall"], r["precision"], r["matched"]) == (100.0, 100.0, 3)
+
+
+def test_words_are_compared():
+    # EVALB: Words unmatch (works|work): an error sentence, nothing of it scored
+    r = bracket_f1([T(IT_WORKS), T(IT_WORKS)], [T(IT_WORKS.replace("works", "work")), T(IT_WORKS)])
+    assert (r["error_sentences"], r["valid_sentences"], r["skipped_by_reason"]) == (1, 1, {"words unmatch": 1})
+    assert (r["gold_brackets"], r["pred_brackets"]) == (3, 3)
+
+
+def test_root_and_empty_wrappers_count_as_brackets():
+    # COLLINS.prm deletes TOP only. EVALB on the gold line IT_WORKS against (ROOT (S ..)), ( (S ..)) and (TOP (S ..)):
+    # Bracketing Recall 100.00, Precision 81.82, FMeasure 90.00, Complete match 33.33
+    g = T(IT_WORKS)
+    wrapped = [ParseTree(g.words, g.tags, g.spans + [(0, 3, label)]) for label in ("ROOT", "")] + [g]
+    r = bracket_f1([g] * 3, wrapped)
+    assert (r["matched"], r["gold_brackets"], r["pred_brackets"]) == (9, 9, 11)
+    assert round(r["precision"], 2) == 81.82 and round(r["f1"], 2) == 90.0 and round(r["complete_match"], 2) == 33.33
+    r = bracket_f1([g] * 3, wrapped, delete_wrappers=True)  # our readers' convention, on request
+    assert r["precision"] == 100.0 and "ROOT" in r["delete_labels"] and "" in r["delete_labels"]
+
+
+def _lines(tmp_path, name, lines):
+    path = tmp_path / name
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_files_as_evalb_reads_them(tmp_path):
+    """Every status of evalb.c's per-sentence table; the report equals EVALB's output on these lines."""
+    gold = _lines(tmp_path, "g.mrg", [IT_WORKS] * 4 + ["(TOP (NP (NN cost) (-LCB- -LCB-) (CD 5) (-RCB- -RCB-)))"])
+    pred = _lines(tmp_path, "p.mrg", [IT_WORKS.replace("(. .)", "(NN .)"), "(TOP (S (NP (PRP It)) (VP (VBZ works))))",
+                                      IT_WORKS.replace("works", "wrks"), "",
+                                      "(TOP (NP (NN cost) (-LCB- {) (CD 5) (-RCB- })))"])
+    sc = score_files(gold, pred)
+    assert [(s.status, s.message) for s in sc.sentences] == [
+        (1, "Length unmatch (2|3)"), (0, ""), (1, "Words unmatch (works|wrks)"), (2, "no predicted word left"),
+        (1, "Words unmatch (-LCB-|{)")]  # EVALB compares words as written: '{' is not '-LCB-'
+    assert [s.pred_line for s in sc.skipped] == [1, 3, 4, 5]
+    report = format_report(sc, per_sentence=True).splitlines()
+    assert report[3:5] == ["   1    3    1    0.00   0.00     0      0    0      0      0     0     0.00",
+                           "   2    3    0  100.00 100.00     3      3    3      0      2     2   100.00"]
+    assert report[12:17] == ["-- All --", "Number of sentence        =      5", "Number of Error sentence  =      3",
+                             "Number of Skip  sentence  =      1", "Number of Valid sentence  =      1"]
+
+
+def test_multiline_gold_and_empty_wrapper(tmp_path):
+    # a gold tree over several lines (PTB's own .mrg layout) is one sentence; its "( (S" wrapper is a bracket with
+    # an empty label, which EVALB counts (so does a prediction that has it too): 4 brackets each, all matched
+    gold = _lines(tmp_path, "g.mrg", ["( (S ", "    (NP-SBJ (PRP It) )", "    (VP (VBZ works) )", "    (. .) ))", "",
+                                      "( (S (NP (PRP We)) (VP (VBD left))))"])
+    pred = _lines(tmp_path, "p.mrg", ["( (S (NP (PRP It)) (VP (VBZ works)) (. .)))",
+                                      "(S (NP (PRP We)) (VP (VBD left)))"])
+    a, b = score_files(gold, pred).sentences
+    assert (a.gold_line, a.matched, a.gold_brackets, a.pred_brackets) == (1, 4, 4, 4)
+    assert (b.gold_line, b.matched, b.gold_brackets, b.pred_brackets) == (6, 3, 4, 3)  # EVALB: recall 75, prec. 100
+    assert score_files(gold, pred, delete_wrappers=True).sentences[1].gold_brackets == 3
+
+
+def test_crossing_and_function_tags(tmp_path):
+    # EVALB on these two lines: Recall 60.00, Precision 60.00, crossing 1 (sentence 1), Tagging accuracy 100.00
+    gold = _lines(tmp_path, "g.mrg",
+                  ["(S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))))"])
+    pred = _lines(tmp_path, "p.mrg", ["(S (NP (DT The) (NN cat) (VBD sat)) (VP (PP (IN on) (NP=2 (DT a) (NN mat)))))"])
+    sc = score_files(gold, pred)
+    (s,) = sc.sentences
+    assert (s.matched, s.gold_brackets, s.pred_brackets, s.crossing) == (3, 5, 5, 1)
 
 
 def test_attachment_scores_skip_punctuation():

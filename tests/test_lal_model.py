@@ -79,6 +79,29 @@ def test_heads_default_to_labels_and_tie(task):
     assert not torch.allclose(a[..., 1], b[..., 1])
 
 
+@pytest.mark.parametrize("pwff", [True, False], ids=["with_ffn", "no_ffn"])
+def test_tied_heads_keep_label_l_in_block_l_through_the_lal(task, pwff):
+    """--lal-tie-heads: head l's attention (its query q_l) reaches only block l of the LAL output and so only label
+    l's span scores, with the position-wise feed-forward layer on (then it acts per head: a feed-forward layer
+    over the concatenated heads mixes the labels, paper Fig. 5) or off."""
+    model = _model(task, lal_tie_heads=True, lal_no_pwff=not pwff)
+    assert model.lal.pwff == pwff
+    ds = task.datasets["train"]
+    batch = ds.collater([ds[0], ds[4]])
+    inputs = {k: batch["net_input"][k] for k in ("src_tokens", "src_tags", "src_chars")}
+    with torch.no_grad():
+        h, attn, _ = model.encode(**inputs)
+        model.lal.query[1] += 3.0 * torch.randn_like(model.lal.query[1])
+        h2, attn2, _ = model.encode(**inputs)
+        s, s2 = model.span_scores(h), model.span_scores(h2)
+    others = [l for l in range(task.num_labels) if l != 1]
+    assert not torch.allclose(attn[:, 1], attn2[:, 1])
+    assert (h2[:, :, 1] - h[:, :, 1]).abs().max() > 1e-3
+    torch.testing.assert_close(h2[:, :, others], h[:, :, others], atol=1e-6, rtol=0)
+    torch.testing.assert_close(s2[..., others], s[..., others], atol=1e-5, rtol=0)
+    assert (s2[..., 1] - s[..., 1]).abs().max() > 1e-4
+
+
 def test_label_attention_is_one_vector_per_head():
     torch.manual_seed(0)
     lal = LabelAttention(8, 8, heads=5, d_kv=4, d_proj=6, residual_dropout=False, pwff=False).eval()

@@ -10,8 +10,7 @@ import torch
 from conftest import BIN, REPO, SHARED, run_command
 
 from fairseq.data import Dictionary, data_utils
-from fairseq_tree.trees import expand_subwords, read_tree_lines
-from preprocess.bpe import Segmenter
+from fairseq_tree.trees import read_tree_lines
 from preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
 
 PTB = SHARED / "data" / "ptb_sample"
@@ -72,30 +71,65 @@ def test_given_writes_documented_files(given_run):
         assert report["throughput"][stage]["sentences_per_s"] > 0
 
 
-def test_binarized_data_reads_back_equal_to_what_was_written(given_run, ptb_corpus):
+# subword-nmt codes (format 0.2): every word below is one piece but "barked" -> bar@@ ked (no merge "bar ked</w>")
+# and "The" -> T@@ h@@ e (no merge starts with "T")
+BPE_CODES = "#version: 0.2\nt h\nth e</w>\nd o\ndo g</w>\ni t</w>\nr a\nra n</w>\nb a\nba r\nk e\nke d</w>\n"
+
+
+def test_binarized_hand_made_trees_with_fixed_bpe_codes(tmp_path):
+    """Literal expected leaves, node labels, spans and targets, written by hand from the trees and the codes: a
+    word split into k > 1 pieces becomes a node labelled with its POS tag over the pieces (Nguyen et al. Fig. 7),
+    nodes in post-order, no EOS on the source, EOS on the target."""
+    trees = ["(S (NP (DT the) (NN dog)) (VP (VBD barked)) (. .))",
+             "(S (NP (PRP it)) (VP (VBD ran)))",
+             "( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD ran))) )"]
+    pref = _corpus(tmp_path, [t.encode() for t in trees], [b"dog barked .", b"it ran", b"the dog ran"])
+    (tmp_path / "codes").write_text(BPE_CODES, encoding="utf-8")
+    dest = tmp_path / "bin"
+    run_cli(*given_args_simple(pref, dest), "--bpe-codes", tmp_path / "codes")
+    src_dict = Dictionary.load(str(dest / "dict.en.txt"))
+    tgt_dict = Dictionary.load(str(dest / "dict.xx.txt"))
+    label_dict = Dictionary.load(str(dest / "dict.en.labels.txt"))
+    leaves = [[src_dict[i] for i in x] for x in load(dest / "train.en-xx.en")]
+    labels = [[label_dict[i] for i in x] for x in load(dest / "train.en-xx.en.nodes")]
+    spans = load(dest / "train.en-xx.en.spans")
+    targets = [[tgt_dict[i] for i in x] for x in load(dest / "train.en-xx.xx")]
+    assert leaves == [["the", "dog", "bar@@", "ked", "."], ["it", "ran"], ["T@@", "h@@", "e", "dog", "ran"]]
+    assert labels == [["NP", "VBD", "S"], ["S"], ["DT", "NP", "S"]]
+    assert spans == [[0, 2, 2, 4, 0, 5], [0, 2], [0, 3, 0, 4, 0, 5]]
+    assert targets == [["dog", "bar@@", "ked", ".", "</s>"], ["it", "ran", "</s>"], ["the", "dog", "ran", "</s>"]]
+    assert (dest / "bpe.codes").read_text(encoding="utf-8") == BPE_CODES
+    # the word-level trees, one line per input line, as given (whitespace normalised)
+    assert (dest / "train.en.trees").read_text(encoding="utf-8").splitlines() == trees
+    report = json.loads((dest / "preprocess.json").read_text())["splits"]["train"]
+    assert (report["source_tokens"], report["nodes"], report["target_tokens"]) == (12, 7, 12)
+
+
+def test_binarized_ptb_leaves_are_the_treebank_words(given_run):
+    """150 PTB trees with learned BPE: the leaves, pieces joined, are the treebank's words (ptb_sample/valid.txt,
+    brackets unescaped), and every tree's node spans are canonical (post-order, nested, root (0, n), m <= n - 1)."""
     src_dict = Dictionary.load(str(given_run / "dict.en.txt"))
-    tgt_dict = Dictionary.load(str(given_run / "dict.xx.txt"))
-    label_dict = Dictionary.load(str(given_run / "dict.en.labels.txt"))
-    segment = Segmenter(str(given_run / "bpe.codes"))
-    tok = Tokenizer("moses", "xx")
-    for split in ("train", "valid"):
-        trees = [expand_subwords(t, segment) for t in read_tree_lines(str(ptb_corpus / f"{split}.en"))]
+    words = (PTB / "valid.txt").read_text().splitlines()[:150]
+    unescape = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}"}
+    split_words = compared = 0
+    for split, lines in (("train", words[:120]), ("valid", words[120:])):
         leaves = load(given_run / f"{split}.en-xx.en")
-        nodes = load(given_run / f"{split}.en-xx.en.nodes")
         spans = load(given_run / f"{split}.en-xx.en.spans")
-        tgt = load(given_run / f"{split}.en-xx.xx")
-        lines = (ptb_corpus / f"{split}.xx").read_text().splitlines()
-        assert len(leaves) == len(nodes) == len(spans) == len(tgt) == len(trees)
-        for t, l, n, s, y, line in zip(trees, leaves, nodes, spans, tgt, lines):
-            assert l == [src_dict.index(w) for w in t.words]  # no EOS on tree sources
-            assert n == [label_dict.index(x) for x in t.labels]
-            assert s == t.flat_spans()
-            assert y == [tgt_dict.index(w) for w in segment.segment_tokens(tok(line))] + [tgt_dict.eos()]
-            if split == "train":  # every training piece is in the dictionary
-                assert src_dict.unk() not in l
-    # the .trees file holds the input trees, one per input line
-    assert (given_run / "valid.en.trees").read_text().splitlines() == [
-        " ".join(x.split()) for x in (ptb_corpus / "valid.en").read_text().splitlines()]
+        nodes = load(given_run / f"{split}.en-xx.en.nodes")
+        assert len(leaves) == len(spans) == len(nodes) == len(lines)
+        for ids, flat, labels, line in zip(leaves, spans, nodes, lines):
+            pieces = [src_dict[i] for i in ids]
+            assert src_dict.eos() not in ids and (split == "valid" or src_dict.unk() not in ids)
+            if src_dict.unk() not in ids:  # valid: pieces unseen in training are <unk>
+                assert " ".join(pieces).replace("@@ ", "").split() == [unescape.get(w, w) for w in line.split()]
+                compared += 1
+            split_words += sum(p.endswith("@@") for p in pieces)
+            n, sp = len(ids), list(zip(flat[0::2], flat[1::2]))
+            assert len(labels) == len(sp) <= n - 1 and (n < 2 or sp[-1] == (0, n))
+            assert sp == sorted(set(sp), key=lambda s: (s[1], -s[0]))
+            assert all(0 <= a < b <= n and b - a >= 2 for a, b in sp)
+            assert not any(a < c < b < d for a, b in sp for c, d in sp)
+    assert split_words > 50 and compared > 130  # BPE did split words; all of train and most of valid compared
 
 
 def test_output_is_independent_of_workers_and_shards(given_run, ptb_corpus, tmp_path):
@@ -154,6 +188,8 @@ TGT = [b"der hund bellte .", b"es regnete .", b"eine katze sass"]
     ("malformed", [GOOD[0], b"(S (NP (PRP It)) (VP (VBD rained)", GOOD[2]], TGT, "train.en:2", "malformed_tree"),
     ("control char", GOOD, [TGT[0], b"es reg\x07nete .", TGT[2]], "train.xx:2", "unknown_character"),
     ("bad utf-8", GOOD, [TGT[0], b"es r\xe9gnete .", TGT[2]], "train.xx:2", "bad_encoding"),
+    # U+FFFD, the replacement character a lossy decode leaves: valid UTF-8, but the text is already damaged
+    ("replacement char", GOOD, [TGT[0], "es r\ufffdgnete .".encode(), TGT[2]], "train.xx:2", "unknown_character"),
 ])
 def test_bad_line_fails_or_is_skipped(tmp_path, case, src, tgt, where, reason):
     pref = _corpus(tmp_path, src, tgt)
@@ -203,13 +239,20 @@ def test_leaves_disagreeing_with_source_tokens(tmp_path):
 
 
 def test_too_long_for_max_positions(tmp_path):
-    pref = _corpus(tmp_path, GOOD, TGT)
-    # leaves + nodes: 4 + 2 = 6, 3 + 1 = 4, 3 + 2 = 5; targets + EOS: 5, 4, 4
+    pref = _corpus(tmp_path, GOOD + [GOOD[1]], TGT + [b"es regnete heute sehr ."])
+    # leaves + nodes: 4 + 2 = 6, 3 + 1 = 4, 3 + 2 = 5, 4; targets + EOS: 5, 4, 4, 6
     proc = run_cli(*given_args_simple(pref, tmp_path / "f"), "--max-positions", "4", ok=False)
     assert "train.en:1" in proc.stderr and "--max-positions 4" in proc.stderr
     run_cli(*given_args_simple(pref, tmp_path / "s"), "--max-positions", "4", "--on-error", "skip")
     report = json.loads((tmp_path / "s" / "preprocess.json").read_text())["splits"]["train"]
-    assert report["skipped_by_reason"] == {"too_long": 2} and report["sentences"] == 1
+    assert report["skipped_by_reason"] == {"too_long": 3} and report["sentences"] == 1
+    # every skipped line is listed with its file, line and message
+    got = [(e["file"].rsplit("/", 1)[-1], e["line"], e["reason"], e["message"]) for e in report["skipped_lines"]]
+    assert got == [("train.en", 1, "too_long", "source has 6 leaves + nodes > --max-positions 4"),
+                   ("train.en", 3, "too_long", "source has 5 leaves + nodes > --max-positions 4"),
+                   ("train.xx", 4, "too_long", "target has 6 tokens (with EOS) > --max-positions 4")]
+    tgt_dict = Dictionary.load(str(tmp_path / "s" / "dict.xx.txt"))
+    assert [tgt_dict.string(torch.tensor(x)) for x in load(tmp_path / "s" / "train.en-xx.xx")] == ["es regnete ."]
 
 
 def test_parser_failure_is_localised():

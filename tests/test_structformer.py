@@ -11,9 +11,9 @@ from fairseq.data import Dictionary
 
 from fairseq_tree.models import structformer as sfm  # registers the model and its architectures
 from fairseq_tree.modules.dependency_attention import DependencyAttention, dependency_relations
-from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution,
-                                                      dependency_distribution_direct, distance_to_spans,
+from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution, distance_to_spans,
                                                       heads_from_dependency, joint_parse, word_masks)
+from reference_structformer import dependency_distribution_direct
 
 torch.set_num_threads(1)
 
@@ -74,6 +74,48 @@ def test_dependency_distribution_two_words_by_hand():
     assert p[0, 2, 1].item() == pytest.approx(c1 * e0 / (e0 + e1), abs=1e-6)
     assert root[0, 1].item() == pytest.approx(1 - c0 + c0 * e0 / (e0 + e1), abs=1e-6)
     assert p[0, 1, 1].item() == 0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dependency_distribution_heights_far_apart(dtype):
+    """Eq. 11 is a softmax per span: exact however far below the sentence's max a span's heights lie. Word 1 is 100
+    above the rest (logits 100, 0, 3, 1 and, in sentence 2, spread over 260 in four bands); the old per-sentence shift
+    floored e^(s1 δ - max) at e^-80, turning the softmax over words 2-4 into a uniform one (off by 0.51 here)."""
+    tok = torch.tensor([[0, 5, 6, 7, 8, 2, 1, 1], [0, 5, 6, 7, 8, 9, 10, 2]])
+    word, split = word_masks(tok, 0, 2, 1)
+    height = torch.tensor([[0, 100.0, 0.0, 3.0, 1.0, 0, 0, 0], [0, 260.0, 0.0, 3.0, 70.0, 140.0, 139.0, 0]],
+                          dtype=dtype)
+    dist = torch.tensor([[0, 50.0, -5.0, -5.0, 0, 0, 0], [0, 50.0, -5.0, -5.0, 80.0, 100.0, 0]], dtype=dtype)
+    s0, s1 = torch.tensor(1.0, dtype=dtype), torch.tensor(1.0, dtype=dtype)
+    p, root = dependency_distribution(dist, height, word, split, s0, s1)
+    for b, n in enumerate([4, 6]):
+        pd, rt = dependency_distribution_direct(dist[b, 1:n].double().numpy(), height[b, 1:n + 1].double().numpy())
+        np.testing.assert_allclose(p[b, 1:n + 1, 1:n + 1].double().numpy(), pd, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(root[b, 1:n + 1].double().numpy(), rt, atol=1e-6, rtol=0)
+    # word 2 (in the constituent of words 2-4 with probability ~1) takes word 3 (height 3) as its head: by hand,
+    # softmax(0, 3, 1) over words 2-4 gives word 3 e^3 / (1 + e^3 + e) = 0.844 of the span's mass
+    assert p[0, 2, 3].item() > 0.8
+    # and the gradients stay finite
+    dist64 = dist.double().requires_grad_()
+    height64 = height.double().requires_grad_()
+    p, root = dependency_distribution(dist64, height64, word, split, s0.double(), s1.double())
+    (p.sum() + (p * torch.arange(8.0, dtype=torch.float64)).sum() + root.sum()).backward()
+    assert torch.isfinite(height64.grad).all() and torch.isfinite(dist64.grad).all()
+
+
+def test_dependency_distribution_gradients_far_apart():
+    """Backward through several shift bands (heights spread over 200) against finite differences, fp64."""
+    tok = torch.tensor([[0, 5, 6, 7, 8, 9, 2]])
+    word, split = word_masks(tok, 0, 2, 1)
+    dist = torch.tensor([[0, 1.0, -0.5, 0.3, 0.8, 0]], dtype=torch.float64, requires_grad=True)
+    height = torch.tensor([[0, 200.0, 0.2, 1.1, 130.0, 70.5, 0]], dtype=torch.float64, requires_grad=True)
+    scales = torch.tensor([0.1, 0.0], dtype=torch.float64, requires_grad=True)
+
+    def f(dist, height, scales):
+        s = scales.exp()
+        return dependency_distribution(dist, height, word, split, s[0], s[1])
+
+    assert torch.autograd.gradcheck(f, (dist, height, scales), eps=1e-6, atol=1e-6)
 
 
 def test_dependency_distribution_gradients():
@@ -147,8 +189,13 @@ def test_no_cubic_tensor():
 
 
 # ------------------------------------------------------------------------------ (3) batch invariance
-@pytest.mark.parametrize("overrides", [{}, {"sf_calibrate": True, "sf_parser_layernorm": True,
-                                            "sf_relations": "parent,dependent,sibling"}])
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"sf_calibrate": True, "sf_parser_layernorm": True, "sf_relations": "parent,dependent,sibling"},
+    # the paper's parser (3 conv layers, kernel 9 as the authors' code): deep and wide enough that a conv stack
+    # reading padding (masked only before its first layer) changes a sentence's distances by ~0.04 in a batch
+    {"sf_conv_layers": 3, "sf_conv_size": 9},
+], ids=["tiny", "code_options", "paper_parser_3x9"])
 def test_batch_invariance(overrides):
     torch.manual_seed(0)
     d = make_dict()
@@ -173,6 +220,22 @@ def test_batch_invariance(overrides):
             torch.testing.assert_close(ia.maps["dependency"][0], ind.maps["dependency"][b, :n, :n], atol=1e-5, rtol=0)
 
 
+def test_parser_conv_stack_never_reads_bos_eos_or_padding():
+    """Eq. 1 over the words only: the distances, heights and p_D of a sentence do not change when the BOS, EOS and
+    padding embeddings change (3 conv layers of kernel 9, so every word is within reach of BOS, EOS and pads)."""
+    torch.manual_seed(0)
+    d = make_dict()
+    model = sfm.build_standalone(d, "structformer_tiny", sf_conv_layers=3, sf_conv_size=9).eval()
+    batch = layout([4, 9, 2], gen=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        before = model.encoder.parse(batch)
+        model.encoder.embed_tokens.weight[[d.bos(), d.eos(), d.pad()]] = torch.randn(3, 32) * 3.0
+        after = model.encoder.parse(batch)
+    for name, a, b in zip(("distance", "height", "p_D", "root"), before[:4], after[:4]):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
+    assert before[0].abs().sum() > 0 and before[2].abs().sum() > 0
+
+
 # ------------------------------------------------------------------------------ (4) parsing by hand
 def test_distance_splitting_by_hand():
     # ((w0 (w1 w2)) (w3 w4)): largest distance 3 between w2|w3, then 2 between w0|w1
@@ -195,6 +258,88 @@ def test_heads_by_hand():
     assert spans == [(1, 3), (0, 3), (3, 5), (0, 5)]
     assert heads == [2, 5, 2, 5, 0]
     assert joint_parse([], [0.3]) == ([], [0])
+
+
+def test_algorithm3_tie_goes_to_the_right_child():
+    """Algorithm 3 lines 10-15: the left child's parent heads the constituent only if its height is strictly larger
+    (height_l > height_r); on a tie the `else` branch makes the right child's parent the head."""
+    assert joint_parse([1.0], [0.5, 0.5]) == ([(0, 2)], [2, 0])
+    assert joint_parse([1.0], [0.6, 0.5]) == ([(0, 2)], [0, 1])
+    # (w0 (w1 w2)), all heights equal: w1 <- w2, then w0 <- w2
+    assert joint_parse([2.0, 1.0], [1.0, 1.0, 1.0]) == ([(1, 3), (0, 3)], [3, 3, 0])
+
+
+def _hand_parse_batch():
+    """Two sentences in the task's layout (`<s> w.. </s> <pad>..`, T = 7) with hand-made structure: row i of p_D
+    is word i's parent distribution and its argmax (the eq. 17 head) differs from the argmax of column i, so reading
+    p_D transposed gives other heads. Non-word rows/columns and distances hold garbage that must be ignored."""
+    B, T = 2, 7
+    word = torch.zeros(B, T, dtype=torch.bool)
+    word[0, 1:5] = True  # n = 4
+    word[1, 1:6] = True  # n = 5
+    P0 = [[0.0, 0.1, 0.7, 0.2],  # word 0 -> word 2 (column 0's argmax is word 1)
+          [0.6, 0.0, 0.3, 0.1],  # word 1 -> word 0
+          [0.2, 0.5, 0.0, 0.3],  # word 2: the highest word, the root
+          [0.1, 0.2, 0.6, 0.0]]  # word 3 -> word 2
+    P1 = [[0.0, 0.2, 0.1, 0.6, 0.1],  # word 0 -> word 3 (column 0's argmax is word 1)
+          [0.7, 0.0, 0.1, 0.1, 0.1],  # word 1 -> word 0
+          [0.1, 0.5, 0.0, 0.2, 0.2],  # word 2 -> word 1
+          [0.3, 0.3, 0.2, 0.0, 0.2],  # word 3: the root
+          [0.1, 0.1, 0.2, 0.5, 0.0]]  # word 4 -> word 3
+    p_D = torch.full((B, T, T), 0.9)  # garbage on BOS/EOS/pad rows and columns
+    p_D[0, 1:5, 1:5] = torch.tensor(P0)
+    p_D[1, 1:6, 1:6] = torch.tensor(P1)
+    height = torch.full((B, T), 5.0)  # garbage off words (higher than every word)
+    height[0, 1:5] = torch.tensor([0.1, 0.5, 2.0, -1.0])
+    height[1, 1:6] = torch.tensor([0.1, 0.5, 0.2, 2.0, -1.0])
+    distance = torch.full((B, T - 1), 9.0)  # distance t sits between positions t and t+1; garbage off splits
+    distance[0, 1:4] = torch.tensor([2.0, 0.5, 1.0])
+    distance[1, 1:5] = torch.tensor([0.1, 0.3, 1.0, -0.5])
+    root = torch.where(word, 0.25, 0.0)
+    return distance, height, p_D, root, word, (P0, P1)
+
+
+def test_induce_heads_are_eq17_row_argmaxes_of_a_hand_made_p_D():
+    """Eq. 17: head(i) = argmax_{j != i} p_D(j|i) (row i), the highest word is the root; Algorithm 1 on the
+    distances. Heads written by hand; reading p_D transposed (column i) would give other heads."""
+    distance, height, p_D, root, word, (P0, P1) = _hand_parse_batch()
+    st = sfm.structure_from_parse(distance, height, p_D, root, word, method="distance")
+    assert st.lengths.tolist() == [4, 5]
+    assert st.heads == [[3, 1, 0, 3], [4, 1, 2, 0, 4]]
+    # Algorithm 1: ((w0) ((w1 w2) w3)) and (((w0 w1) w2) (w3 w4))
+    assert st.spans == [[(1, 3), (1, 4), (0, 4)], [(0, 2), (0, 3), (3, 5), (0, 5)]]
+    dep = st.maps["dependency"]
+    assert dep.shape == (2, 5, 5)
+    torch.testing.assert_close(dep[0, :4, :4], torch.tensor(P0))
+    torch.testing.assert_close(dep[1], torch.tensor(P1))
+    assert (dep[0, 4] == 0).all() and (dep[0, :, 4] == 0).all()
+    torch.testing.assert_close(st.maps["distance"][0, :3], torch.tensor([2.0, 0.5, 1.0]))
+    torch.testing.assert_close(st.maps["height"][1], torch.tensor([0.1, 0.5, 0.2, 2.0, -1.0]))
+    # Algorithm 3 on the same input: the head of each constituent is its child's head of larger height
+    joint = sfm.structure_from_parse(distance, height, p_D, root, word, method="joint")
+    assert joint.spans == st.spans
+    assert joint.heads == [[3, 3, 0, 3], [2, 4, 2, 0, 4]]
+
+
+def test_induce_heads_are_row_argmaxes_of_the_models_p_D():
+    """Through ``induce`` itself: the heads are the row argmaxes of the model's own dependency map (extra
+    'dependency', row i = the dependent), and they differ from the column argmaxes for this model."""
+    torch.manual_seed(3)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny").eval()
+    tok = layout([6, 9, 4], gen=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        _, extra = model(tok)
+    st = model.induce(tok, method="distance")
+    differs = 0
+    for b, n in enumerate([6, 9, 4]):
+        p = extra["dependency"][b, 1:n + 1, 1:n + 1].double().numpy().copy()
+        h = extra["height"][b, 1:n + 1].numpy()
+        np.fill_diagonal(p, -1.0)
+        rows = [0 if i == int(h.argmax()) else int(p[i].argmax()) + 1 for i in range(n)]
+        cols = [0 if i == int(h.argmax()) else int(p[:, i].argmax()) + 1 for i in range(n)]
+        assert st.heads[b] == rows
+        differs += rows != cols
+    assert differs > 0  # the check can tell rows from columns
 
 
 def test_induce_layout():

@@ -100,6 +100,53 @@ def test_incremental_decoding_equals_full(data_bin):
     torch.testing.assert_close(torch.stack(steps, 1)[real], full[real], atol=1e-5, rtol=1e-5)
 
 
+def test_encoder_input_scales_leaf_and_node_label_embeddings(data_bin):
+    """The encoder's layer-0 input: leaves sqrt(d) E_tok[w] + positions, nodes sqrt(d) E_label[l] (their own
+    table, no positions; Nguyen et al. scale both as the Transformer does). tree2seq_tiny: d = 64, sqrt(d) = 8."""
+    task, model = build(data_bin)
+    model.eval()
+    ds = task.datasets["train"]
+    inp = encoder_input(ds.collater([ds[i] for i in range(4)]))
+    with torch.no_grad():
+        enc = model.encoder(**inp, return_all_hiddens=True)
+        x0 = enc["encoder_states"][0].transpose(0, 1)  # [B, N + M, C], before the first layer
+        N = inp["src_tokens"].size(1)
+        nodes, tokens = inp["src_nodes"], inp["src_tokens"]
+        real_nodes = nodes.ne(task.label_dictionary.pad())
+        real_leaves = tokens.ne(task.source_dictionary.pad())
+        assert model.encoder.embed_labels.embedding_dim == 64 and real_nodes.sum() > 20
+        labels = model.encoder.embed_labels.weight[nodes]
+        torch.testing.assert_close(x0[:, N:][real_nodes], 8.0 * labels[real_nodes], atol=1e-6, rtol=0)
+        words = model.encoder.embed_tokens.weight[tokens]
+        positions = model.encoder.embed_positions(tokens)
+        torch.testing.assert_close(x0[:, :N][real_leaves], (8.0 * words + positions)[real_leaves], atol=1e-5, rtol=0)
+
+
+def test_max_source_positions_counts_leaves_and_nodes(tmp_path):
+    """--max-source-positions bounds leaves + nodes (the length the encoder attends over), not the leaves alone:
+    the three trees have (n, m) = (4, 2), (3, 1), (3, 2), i.e. 6, 4 and 5 positions."""
+    from preprocess.cli import cli_main
+
+    trees = ["(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))", "(S (NP (PRP It)) (VP (VBD rained)) (. .))",
+             "(S (NP (DT A) (NN cat)) (VP (VBD sat)))"]
+    (tmp_path / "train.en").write_text("\n".join(trees) + "\n")
+    (tmp_path / "train.xx").write_text("der hund bellte .\nes regnete .\neine katze sass\n")
+    assert cli_main(["-s", "en", "-t", "xx", "--trainpref", str(tmp_path / "train"), "--parser", "given",
+                     "--destdir", str(tmp_path / "bin")]) == 0
+    for max_source, kept in ((6, [0, 1, 2]), (5, [1, 2]), (4, [1]), (3, [])):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            str(tmp_path / "bin"), "--user-dir", USER_DIR, "--task", "tree_translation", "--arch", "tree2seq_tiny",
+            "--max-source-positions", str(max_source), "--cpu"])
+        task = tasks.setup_task(args)
+        task.load_dataset("train")
+        ds = task.datasets["train"]
+        itr = task.get_batch_iterator(ds, max_tokens=100, max_positions=task.max_positions(),
+                                      ignore_invalid_inputs=True)
+        ids = sorted(i for batch in itr.next_epoch_itr(shuffle=False) for i in batch["id"].tolist())
+        assert ids == kept, max_source
+    assert [int(ds.size(i)[0]) for i in range(3)] == [6, 4, 5]  # batching by tokens counts the same
+
+
 def test_gradients_reach_tree_parameters(data_bin):
     task, model = build(data_bin)
     ds = task.datasets["train"]

@@ -181,6 +181,24 @@ def test_structformer_train_validate_induce(corpus, tmp_path):
     assert json.loads((tmp_path / "joint" / "scores.json").read_text())["heads_not_tree"] == 0
 
 
+def test_preprocess_parse_failure_names_the_failing_line(constituent_run, tmp_path):
+    """A sentence the parser cannot parse (260 words > the tiny model's 254) is skipped as parse_failed at ITS line
+    (line 4, the second line of the second shard), the other lines are parsed."""
+    ckpt, _ = constituent_run
+    lines = ["the cat sat .", "a dog ran .", "it rained .", " ".join(["word"] * 260), "we left ."]
+    (tmp_path / "train.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _run(BIN / "fairseq-tree-preprocess", "-s", "en", "--only-source", "--trainpref", tmp_path / "train",
+         "--parser", "induced", "--parser-model", ckpt, "--destdir", tmp_path / "bin", "--workers", "1",
+         "--shard-size", "2", "--on-error", "skip")
+    report = json.loads((tmp_path / "bin" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["lines"] == 5 and report["sentences"] == 4 and report["skipped_by_reason"] == {"parse_failed": 1}
+    (entry,) = report["skipped_lines"]
+    assert entry["file"].endswith("train.en") and entry["line"] == 4 and entry["reason"] == "parse_failed"
+    assert "260 words" in entry["message"]
+    trees = (tmp_path / "bin" / "train.en.trees").read_text(encoding="utf-8").split("\n")[:5]
+    assert [t.count("(X") > 0 for t in trees] == [True, True, True, False, True] and trees[3] == ""
+
+
 def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
     """A fairseq-tree-preprocess --only-source directory (leaves without EOS, dict.SRC.txt) is read too."""
     if not (PTB / "train.mrg").is_file():

@@ -1,5 +1,7 @@
 """The tree data model: canonical form, bracket I/O, BPE subtrees, distances, dependencies."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,6 +39,34 @@ def test_function_tags_and_indices():
     assert strip_function_tags("PRP$") == "PRP$"
 
 
+def test_function_tags_on_one_letter_labels():
+    """S-TPC, S-NOM, S-ADV (hundreds each in the PTB sample): the label is the single letter before the tag."""
+    for raw in ("S-TPC", "S-TPC-2", "S-NOM", "S-ADV", "S-NOM-SBJ", "S=2", "X-ADV"):
+        assert strip_function_tags(raw) == raw[0], raw
+    # from ptb_sample/valid.mrg (shortened): a topicalised clause and its trace
+    t = tree_from_brackets("(S (S-TPC-2 (NP-SBJ (DT The) (NNS charges)) (VP (VBD were) (VP (VBN offset)))) (, ,)"
+                           " (NP-SBJ (PRP he)) (VP (VBD said) (SBAR (-NONE- 0) (S (-NONE- *T*-2)))) (. .))")
+    assert t.words == ["The", "charges", "were", "offset", ",", "he", "said", "."]
+    assert t.labels == ["NP", "VP", "S", "S"]
+    assert t.spans == [(0, 2), (2, 4), (0, 4), (0, 8)]
+    t = tree_from_brackets("(S (NP-SBJ (PRP We)) (VP (VBD tried) (S-NOM (VP (VBG going) (ADVP (RB home))))))",
+                           unary="join")
+    assert t.labels == ["S+VP", "VP", "S"] and t.spans == [(2, 4), (1, 4), (0, 4)]
+
+
+@pytest.mark.parametrize("unary", ["lowest", "highest", "join"])
+@pytest.mark.parametrize("wrapper", ["TOP", "ROOT", ""])
+def test_outer_wrapper_removed(wrapper, unary):
+    """`(TOP (S ..))` (wsj22), `(ROOT (S ..))` (stanza) and `( (S ..) )` (the .mrg files): the wrapper goes; it would
+    otherwise survive as the root label of a unary chain with --unary highest (TOP) or join (TOP+S)."""
+    t = tree_from_brackets(f"({wrapper} (S (NP (DT the) (NN dog)) (VP (VBD barked))))", unary=unary)
+    assert t.words == ["the", "dog", "barked"]
+    assert t.labels == ["NP", "S"] and t.spans == [(0, 2), (0, 3)]
+    two = tree_from_brackets(f"({wrapper} (S (NP (PRP It)) (VP (VBD rained)))) ({wrapper} (S (NP (PRP We)) "
+                             f"(VP (VBD left))))", unary=unary)
+    assert two.labels == ["S", "S", "ROOT"] and two.spans == [(0, 2), (2, 4), (0, 4)]
+
+
 def test_none_removal_empties_parents():
     # the SBAR holds only traces: it and its emptied children vanish, and S becomes unary -> collapsed
     t = tree_from_brackets("(S (NP (DT the) (NN dog)) (VP (VBD barked) (SBAR (-NONE- 0) (S (-NONE- *T*)))))")
@@ -56,8 +86,12 @@ def test_brackets_in_words():
     assert t.words == ["cost", "(", "5", ")", "{", "x"]
     assert t.tags[1] == "-LRB-"
     text = to_brackets(t)
-    assert "(-LRB- -LRB-)" in text and "(-RRB- -RRB-)" in text and "(-LCB- {)" in text
+    # every bracket word is written as the treebank spells it (this read "(-LCB- {)" before: EVALB then finds
+    # "Words unmatch" against the gold's -LCB-)
+    assert "(-LRB- -LRB-)" in text and "(-RRB- -RRB-)" in text and "(-LCB- -LCB-)" in text
     assert tree_from_brackets(text) == t
+    t = tree_from_brackets("(X (-LSB- -LSB-) (-RSB- -RSB-) (-RCB- -RCB-))")
+    assert t.words == ["[", "]", "}"] and to_brackets(t) == "(X (-LSB- -LSB-) (-RSB- -RSB-) (-RCB- -RCB-))"
 
 
 def test_multi_sentence_line_merged_under_root():
@@ -118,6 +152,26 @@ def test_round_trip_every_valid_tree():
         # leaves are the treebank words minus -NONE-, with bracket tokens unescaped
         unescape = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}"}
         assert t.words == [unescape.get(w, w) for w in words.split()]
+
+
+_LEAF = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
+
+
+@pytest.mark.parametrize("name", ["ptb_sample/train.mrg", "ptb_sample/valid.mrg", "wsj22/wsj22.mrg"])
+def test_written_words_are_the_treebank_tokens(name):
+    """Both bracket writers (trees.to_brackets, parsing_data.to_brackets of fairseq-tree-parse) spell every word as
+    the treebank does (-LCB- / -RCB- in ptb_sample/train and wsj22), so EVALB finds the same words."""
+    from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets as write_parse
+
+    path = SHARED / "data" / name
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for line, (_, t) in zip(lines, read_treebank(str(path))):
+        tokens = [w for tag, w in _LEAF.findall(line) if tag != "-NONE-"]
+        assert [w for _, w in _LEAF.findall(to_brackets(t))] == tokens
+        p = parse_tree_from_brackets(line)
+        assert [w for _, w in _LEAF.findall(write_parse(p.words, p.tags, p.spans))] == tokens
 
 
 def test_wsj22_reads_with_top_wrapper():
@@ -264,6 +318,43 @@ def test_heads_arcs_round_trip():
         check_heads([0, 3, 2])
     with pytest.raises(ValueError, match="one root"):
         check_heads([0, 0])
+
+
+CONLLU_MWT = (
+    "# sent_id = 1\n"
+    "# text = Don't go.\n"
+    "1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "1\tDo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n"
+    "2\tn't\tnot\tPART\tRB\t_\t3\tneg\t_\t_\n"
+    "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n"
+    "3.1\tgone\t_\tVERB\t_\t_\t_\t_\t3:conj\t_\n"
+    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n"
+    "\n"
+    "1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n"
+    "\n"
+)
+
+
+def test_read_conllu_skips_multiword_tokens_and_empty_nodes(tmp_path):
+    """CoNLL-U `1-2` range lines (multi-word tokens) and `3.1` empty nodes are not words; XPOS `_` falls back
+    to UPOS."""
+    p = tmp_path / "x.conllu"
+    p.write_text(CONLLU_MWT, encoding="utf-8")
+    a, b = list(read_conllu(str(p)))
+    assert a.words == ["Do", "n't", "go", "."] and a.tags == ["VBP", "RB", "VB", "."]
+    assert a.heads == [3, 3, 0, 3] and a.relations == ["aux", "neg", "root", "punct"]
+    assert b.words == ["Hi"] and b.tags == ["INTJ"] and b.heads == [0] and b.relations == ["root"]
+
+
+@pytest.mark.parametrize("bad_line,got", [
+    ("2\tthere\tthere\tADV\tRB\t_\t1", 7),  # HEAD present, DEPREL missing
+    ("2 there there ADV RB _ 1 dep _ _", 1),  # spaces instead of tabs
+], ids=["seven_columns", "space_separated"])
+def test_read_conllu_column_check(tmp_path, bad_line, got):
+    p = tmp_path / "x.conllu"
+    p.write_text("# sent_id = 1\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n" + bad_line + "\n\n", encoding="utf-8")
+    with pytest.raises(TreeFormatError, match=rf"x\.conllu:3: expected 10 tab-separated columns, got {got}$"):
+        list(read_conllu(str(p)))
 
 
 def test_read_conllu_aligned_with_trees():

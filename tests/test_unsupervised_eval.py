@@ -136,6 +136,23 @@ def test_uas_uuas_four_words():
         attachment(gold_heads, [[0, 1, 2]])
 
 
+def test_uuas_counts_each_gold_edge_once():
+    # heads that are not a tree: words 1 and 2 head each other. Gold edges {1,2} {2,root}; predicted {1,2} twice.
+    # As edge sets UUAS = 1/2 (crediting {1,2} once per word gave 100 with UAS 50)
+    r = attachment([[2, 0]], [[2, 1]])
+    assert (r["uas"], r["uuas"]) == (50.0, 50.0)
+    assert (r["uas_correct"], r["uuas_correct"]) == (1, 1)
+    # the validation counts of the tree_induction task use the same rule
+    from types import SimpleNamespace
+
+    from fairseq_tree.tasks.tree_induction import score_batch
+
+    g = GoldSentence(words=["a", "b"], raw_words=["a", "b"], tags=["DT", "NN"], spans=[(0, 2)], labeled=[],
+                     heads=[2, 0])
+    out = score_batch(SimpleNamespace(spans=[[(0, 2)]], heads=[[2, 1]]), [g])
+    assert (out["uas_correct"], out["uuas_correct"], out["dep_total"]) == (1, 1, 2)
+
+
 def test_evaluate_from_induced_structure(gold):
     ind = InducedStructure(lengths=torch.tensor([5, 4, 1]), spans=[right_branching(5), right_branching(4), []],
                            heads=[right_chain_heads(5), right_chain_heads(4), right_chain_heads(1)])

@@ -38,12 +38,11 @@ from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_tree.trees import (
-    ROOT_LABEL, WRAPPER_LABELS, TreeFormatError, _UNESCAPE_WORD, _is_preterminal, _prune_none, parse_brackets,
-    read_conllu, strip_function_tags,
+    ROOT_LABEL, WRAPPER_LABELS, TreeFormatError, _UNESCAPE_WORD, _is_preterminal, _prune_none, escape_word,
+    parse_brackets, plain_word, read_conllu, strip_function_tags,
 )
 
 LabeledSpan = Tuple[int, int, str]
-_ESCAPE = {"(": "-LRB-", ")": "-RRB-"}
 
 
 @dataclass
@@ -117,7 +116,9 @@ def read_parse_trees(path: str) -> Iterator[ParseTree]:
 
 
 def to_brackets(words: Sequence[str], tags: Sequence[str], spans: Sequence[LabeledSpan]) -> str:
-    """One-line PTB brackets with POS preterminals; joined labels ``S+VP`` become unary chains again."""
+    """One-line PTB brackets with POS preterminals; joined labels ``S+VP`` become unary chains again; words are
+    escaped as the treebank writes them (``trees.escape_word``: ``{`` -> ``-LCB-``), so
+    :func:`parse_tree_from_brackets` reads back the same tree."""
     n = len(words)
     opens: List[List[str]] = [[] for _ in range(n)]
     closes = [0] * n
@@ -129,16 +130,11 @@ def to_brackets(words: Sequence[str], tags: Sequence[str], spans: Sequence[Label
     for j in range(n):
         for label in opens[j]:
             out.append("(" + label + " ")
-        out.append(f"({tags[j] or 'X'} {_ESCAPE.get(words[j], words[j])})")
+        out.append(f"({tags[j] or 'X'} {escape_word(words[j])})")
         out.append(")" * closes[j])
         if j + 1 < n:
             out.append(" ")
     return "".join(out)
-
-
-def _norm(word: str) -> str:
-    # PTB .mrg escapes '/' and '*' (``WCRS\\/Boston``); dependency conversions often do not
-    return word.replace("\\/", "/").replace("\\*", "*")
 
 
 def attach_dependencies(trees: List[ParseTree], dep_path: str, tree_path: str) -> None:
@@ -146,8 +142,9 @@ def attach_dependencies(trees: List[ParseTree], dep_path: str, tree_path: str) -
     if len(deps) != len(trees):
         raise ValueError(f"{dep_path}: {len(deps)} sentences, {tree_path}: {len(trees)} trees")
     for k, (t, d) in enumerate(zip(trees, deps), 1):
-        dw = [_norm(_UNESCAPE_WORD.get(w, w)) for w in d.words]
-        if dw != [_norm(w) for w in t.words]:
+        # PTB .mrg escapes '/' and '*' (``WCRS\\/Boston``); dependency conversions often do not
+        dw = [plain_word(w) for w in d.words]
+        if dw != [plain_word(w) for w in t.words]:
             raise ValueError(f"{dep_path}: sentence {k}: words differ from tree {k} of {tree_path}: "
                              f"{' '.join(dw[:8])} ... vs {' '.join(t.words[:8])} ...")
         t.heads, t.relations = list(d.heads), list(d.relations)

@@ -1,95 +1,374 @@
-"""Labeled bracket P/R/F1 with the EVALB ``COLLINS.prm`` rules, and UAS/LAS without punctuation.
+"""Labeled bracket scores exactly as EVALB computes them with ``COLLINS.prm``, and UAS / LAS without punctuation.
 
-Rules implemented (those of COLLINS.prm that matter for trees without empty elements):
+EVALB (``evalb.c``, Sekine & Collins 1997) with COLLINS.prm, step by step (``read_line`` / ``calc_result``), which
+is what :func:`score_sentence` does:
 
-1. ``DELETE_LABEL TOP`` (and our wrapper ``ROOT``, the same thing): such brackets are not counted.
-2. ``DELETE_LABEL , : `` '' .``: words whose **gold** POS tag is one of these five are removed from both
-   trees before spans are compared; every bracket is re-indexed over the remaining words, and a bracket
-   left with no word is dropped. (Other punctuation-like tags, ``-LRB- -RRB- # $``, stay, as in EVALB.)
-3. ``DELETE_LABEL -NONE-``: empty elements are already removed by the reader.
-4. ``EQ_LABEL ADVP PRT``: PRT is scored as ADVP.
-5. Brackets are (label, start, end) in a multiset: a unary chain (our joined ``S+VP``) is one bracket per
-   label; preterminals (POS tags) are not brackets; one-word constituents are. Function tags are stripped.
-6. Sentences whose word counts differ are an error (EVALB skips them with a length-mismatch message).
+1. Reading: one sentence per line (:func:`read_sentences`). ``(TAG word)`` is a terminal, every other bracket a
+   constituent over the terminals inside it; words, tags and labels are compared as written (``-LCB-`` is not
+   ``{``). A unary chain is one bracket per label; preterminals are not brackets.
+2. ``DELETE_LABEL TOP -NONE- , : `` '' .`` (:data:`COLLINS_DELETE_LABELS`): a terminal whose tag is one of them is
+   removed from **its own** tree (gold by gold tags, prediction by predicted tags); brackets are re-indexed over
+   the terminals left, a bracket left with none is dropped ("zero element"), and a bracket whose label is one of
+   them (``TOP``) is not counted. Labels lose their function tags first (``modify_label``: cut at the first ``-``
+   or ``=``; :func:`evalb_label`); tags are compared as written. Nothing else is deleted: a ``ROOT`` bracket or
+   the empty-label wrapper of ``( (S ..) )`` counts as a constituent (``delete_wrappers=True`` deletes them too,
+   which EVALB never does).
+3. Skips and errors, in this order: no predicted terminal left -> **skip** (status 2: an empty line, a parser
+   that failed); unequal terminal counts -> **error** "Length unmatch" (status 1); a terminal whose word differs
+   -> **error** "Words unmatch". Such a sentence counts in ``Number of sentence`` and nowhere else.
+4. Matching: a gold bracket matches an unused predicted bracket with the same start, end and label (``EQ_LABEL
+   ADVP PRT``); complete match: as many gold, predicted and matched brackets; crossing: predicted brackets that
+   cross a gold one; tagging accuracy over the terminals left (punctuation does not count).
+5. Totals over the valid sentences: recall = matched / gold, precision = matched / predicted, F = 2PR / (P + R); the
+   ``len<=40`` block keeps the sentences of <= 40 gold terminals, ``-NONE-`` not counted
+   (``DELETE_LABEL_FOR_LENGTH``), punctuation counted.
 
-Corpus precision = matched / predicted, recall = matched / gold (micro-averaged over sentences); also the
-exact-match rate and tagging accuracy. Dependencies: UAS / LAS over words whose gold tag is not one of the
-punctuation tags of rule 2 (the usual convention for PTB Stanford dependencies).
+Where this differs from the C program (per-sentence numbers and summaries are otherwise identical, checked on
+perturbed copies of wsj22 and ptb_sample/valid): a malformed line (unbalanced brackets, two words in one bracket,
+an empty bracket) is a fatal ``FILE:LINE`` error (EVALB counts an error sentence or reads an empty word);
+there is no ``MAX_ERROR`` (COLLINS.prm's 10 makes EVALB exit without a summary at its 12th error); no limit of 200
+words or brackets per sentence; a gold tree may continue over several lines (PTB's multi-line .mrg files) and blank
+gold lines are ignored (EVALB reads a blank gold line as a sentence); an F-measure of 0 / 0 is 0 (EVALB: nan).
+
+Dependencies (:func:`attachment_scores`): UAS / LAS over words whose gold tag is not one of the punctuation tags
+of rule 2 (:data:`PUNCT_TAGS`, the usual convention for PTB Stanford dependencies).
 """
 
+import re
 from collections import Counter
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from fairseq_tree.data.parsing_data import ParseTree
+from fairseq_tree.trees import (_TOKEN_RE, RawTree, TreeFormatError, _is_preterminal, _parse_tokens, plain_word,
+                                read_conllu)
+
+#: COLLINS.prm's punctuation DELETE_LABELs (terminals removed before anything is compared)
 PUNCT_TAGS = frozenset([",", ":", "``", "''", "."])
-DELETE_LABELS = frozenset(["TOP", "ROOT", "-NONE-"])
+#: every DELETE_LABEL of COLLINS.prm
+COLLINS_DELETE_LABELS = frozenset(["TOP", "-NONE-"]) | PUNCT_TAGS
+#: deleted as well with ``delete_wrappers=True``: fairseq-tree's readers drop these outer brackets, EVALB does not
+WRAPPER_LABELS = frozenset(["ROOT", ""])
+#: COLLINS.prm's EQ_LABEL pairs, as label -> representative
 EQ_LABELS = {"PRT": "ADVP"}
+#: DELETE_LABEL_FOR_LENGTH: not counted in a sentence's length (the len<=40 block)
+LENGTH_DELETE_LABELS = frozenset(["-NONE-"])
+CUTOFF_LEN = 40
 
 LabeledSpan = Tuple[int, int, str]
+STATUS_OK, STATUS_ERROR, STATUS_SKIP = 0, 1, 2
 
 
-def evalb_brackets(spans: Iterable[LabeledSpan], gold_tags: Sequence[str]) -> Counter:
-    """Multiset of (label, start, end) after the rules above; indices count non-punctuation words."""
+# ------------------------------------------------------------------------------------------- reading
+def evalb_tree(raw: Sequence[RawTree], bare_leaves: bool = False) -> ParseTree:
+    """EVALB's view of one sentence (the trees of one line, ``trees.parse_brackets`` output) as a ParseTree:
+    words [n] and tags [n] as written (``-NONE-`` terminals included), and one span (start, end, label) per bracket,
+    label as written, over all n terminals, in post-order (a unary chain gives several spans with the same range).
+
+    ``bare_leaves``: a word outside a ``(TAG word)`` bracket is a terminal with tag None (induced trees such as
+    ``(S (S w1 w2) w3)``); otherwise it is an error, as in EVALB ("More than two elements in a bracket")."""
+    words: List[str] = []
+    tags: List[Optional[str]] = []
+    spans: List[LabeledSpan] = []
+
+    def visit(node: RawTree) -> None:
+        if _is_preterminal(node):
+            words.append(node[1])
+            tags.append(node[0])
+            return
+        start = len(words)
+        for child in node[1:]:
+            if not isinstance(child, str):
+                visit(child)
+            elif bare_leaves:
+                words.append(child)
+                tags.append(None)
+            else:
+                raise TreeFormatError(f"bare word {child!r} in ({node[0]} ...): EVALB reads (TAG word) terminals")
+        spans.append((start, len(words), node[0]))
+
+    for tree in raw:
+        visit(tree)
+    return ParseTree(words, tags, spans)
+
+
+def read_sentences(path: str, predicted: bool) -> Iterator[Tuple[int, List[RawTree]]]:
+    """The sentences of a bracket file as EVALB reads them: one per line, every bracket on the line. Yields (line,
+    raw trees). ``predicted``: a blank line is a sentence with no tree ([]: one the parser did not parse), and a
+    line whose brackets do not close is an error. Gold (``predicted=False``): blank lines are ignored and a tree
+    may go on over the next lines (multi-line .mrg files). Errors name FILE:LINE."""
+    tokens: List[str] = []
+    start, depth = None, 0
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            toks = _TOKEN_RE.findall(line)
+            if not toks and depth == 0:
+                if predicted:
+                    yield lineno, []
+                continue
+            start = start or lineno
+            for tok in toks:
+                depth += (tok == "(") - (tok == ")")
+                if depth < 0:
+                    raise TreeFormatError("unbalanced ')'", path, lineno)
+            tokens.extend(toks)
+            if depth > 0 and predicted:
+                raise TreeFormatError(f"{depth} unclosed '(' (predicted trees are read one per line)", path, lineno)
+            if depth == 0:
+                try:
+                    raw, _ = _parse_tokens(tokens)
+                except TreeFormatError as e:
+                    raise e.at(path, start) from None
+                yield start, raw
+                tokens, start = [], None
+    if tokens:
+        raise TreeFormatError(f"{depth} unclosed '(' at end of file", path, start)
+
+
+# ------------------------------------------------------------------------------------------- rules
+def evalb_label(label: str) -> str:
+    """``modify_label`` of evalb.c: cut at the first ``-`` or ``=`` (``NP-SBJ-1`` -> ``NP``, ``-NONE-`` -> '')."""
+    return re.split(r"[-=]", label, maxsplit=1)[0]
+
+
+def _same_class(label: str, eq_labels: Dict[str, str]) -> str:
+    return eq_labels.get(label, label)
+
+
+def kept_terminals(tags: Sequence[Optional[str]], delete_labels=COLLINS_DELETE_LABELS) -> List[int]:
+    """Positions of the terminals EVALB keeps: those whose tag, as written, is not a DELETE_LABEL."""
+    return [k for k, t in enumerate(tags) if t not in delete_labels]
+
+
+def evalb_brackets(spans: Sequence[LabeledSpan], tags: Sequence[Optional[str]], delete_labels=COLLINS_DELETE_LABELS,
+                   eq_labels: Dict[str, str] = EQ_LABELS) -> List[LabeledSpan]:
+    """The brackets EVALB counts for a tree: spans (start, end, label) over all its terminals and **its own** tags ->
+    (label, start, end) re-indexed over the kept terminals (:func:`kept_terminals`), without zero elements and
+    deleted labels, labels by :func:`evalb_label` and EQ_LABEL class. A list: a unary chain counts once per label."""
     keep_before = [0]
-    for t in gold_tags:
-        keep_before.append(keep_before[-1] + (t not in PUNCT_TAGS))
-    out: Counter = Counter()
+    for t in tags:
+        keep_before.append(keep_before[-1] + (t not in delete_labels))
+    deleted = {_same_class(d, eq_labels) for d in delete_labels}
+    out = []
     for s, e, label in spans:
         a, b = keep_before[s], keep_before[e]
-        if a >= b:
-            continue
-        for part in label.split("+"):
-            part = EQ_LABELS.get(part, part)
-            if part not in DELETE_LABELS:
-                out[(part, a, b)] += 1
+        label = _same_class(evalb_label(label), eq_labels)
+        if a < b and label not in deleted:
+            out.append((label, a, b))
     return out
 
 
-class BracketScorer:
-    """Accumulates EVALB-style counts: ``add(gold_spans, pred_spans, gold_tags, pred_tags=None)``."""
+def _crosses(x: LabeledSpan, y: LabeledSpan) -> bool:
+    (_, a, b), (_, c, d) = x, y
+    return a < c < b < d or c < a < d < b
 
-    def __init__(self):
-        self.match = self.gold = self.pred = self.sentences = self.exact = 0
-        self.tags_ok = self.tags_total = 0
 
-    def add(self, gold_spans, pred_spans, gold_tags: Sequence[str], pred_tags: Optional[Sequence[str]] = None):
-        if pred_tags is not None and len(pred_tags) != len(gold_tags):
-            raise ValueError(f"length mismatch: {len(pred_tags)} predicted vs {len(gold_tags)} gold words")
-        g, p = evalb_brackets(gold_spans, gold_tags), evalb_brackets(pred_spans, gold_tags)
-        m = sum((g & p).values())
-        self.match += m
-        self.gold += sum(g.values())
-        self.pred += sum(p.values())
-        self.sentences += 1
-        self.exact += int(g == p)
-        if pred_tags is not None:
-            self.tags_ok += sum(a == b for a, b in zip(gold_tags, pred_tags))
-            self.tags_total += len(gold_tags)
-        return m
+@dataclass
+class SentenceScore:
+    """One row of EVALB's per-sentence table. ``status``: 0 scored, 1 error (``reason`` "length unmatch" or "words
+    unmatch"), 2 skip ("empty prediction"); ``length``: gold terminals without ``-NONE-``; the counts are 0 unless
+    the sentence was scored. ``sentence`` is 1-based; ``gold_line``/``pred_line`` where it starts in each file."""
 
-    def result(self) -> Dict[str, float]:
-        p = 100.0 * self.match / self.pred if self.pred else 0.0
-        r = 100.0 * self.match / self.gold if self.gold else 0.0
-        f = 2 * p * r / (p + r) if p + r else 0.0
-        out = {"precision": p, "recall": r, "f1": f, "exact_match": 100.0 * self.exact / max(self.sentences, 1),
-               "sentences": self.sentences, "matched": self.match, "gold_brackets": self.gold,
-               "pred_brackets": self.pred}
-        if self.tags_total:
-            out["tag_accuracy"] = 100.0 * self.tags_ok / self.tags_total
+    sentence: int
+    length: int
+    status: int = STATUS_OK
+    reason: str = ""
+    message: str = ""
+    matched: int = 0
+    gold_brackets: int = 0
+    pred_brackets: int = 0
+    crossing: int = 0
+    words: int = 0
+    correct_tags: int = 0
+    gold_line: Optional[int] = None
+    pred_line: Optional[int] = None
+
+
+def score_sentence(gold: ParseTree, pred: Optional[ParseTree], sentence: int = 1,
+                   delete_labels=COLLINS_DELETE_LABELS, eq_labels: Dict[str, str] = EQ_LABELS) -> SentenceScore:
+    """``calc_result`` of evalb.c for one sentence (rules 2-4 of the module docstring); ``pred`` None: an empty line."""
+    out = SentenceScore(sentence, sum(t not in LENGTH_DELETE_LABELS for t in gold.tags))
+    g_keep = kept_terminals(gold.tags, delete_labels)
+    p_keep = kept_terminals(pred.tags, delete_labels) if pred is not None else []
+    if not p_keep:
+        out.status, out.reason, out.message = STATUS_SKIP, "empty prediction", "no predicted word left"
+        return out
+    if len(g_keep) != len(p_keep):
+        out.status, out.reason = STATUS_ERROR, "length unmatch"
+        out.message = f"Length unmatch ({len(g_keep)}|{len(p_keep)})"
+        return out
+    for a, b in zip(g_keep, p_keep):
+        if gold.words[a] != pred.words[b]:
+            out.status, out.reason = STATUS_ERROR, "words unmatch"
+            out.message = f"Words unmatch ({gold.words[a]}|{pred.words[b]})"
+            return out
+    g = evalb_brackets(gold.spans, gold.tags, delete_labels, eq_labels)
+    p = evalb_brackets(pred.spans, pred.tags, delete_labels, eq_labels)
+    out.matched = sum((Counter(g) & Counter(p)).values())
+    out.gold_brackets, out.pred_brackets = len(g), len(p)
+    out.crossing = sum(any(_crosses(y, x) for x in g) for y in p)  # counted over predicted brackets (by Mike)
+    out.words = len(g_keep)
+    out.correct_tags = sum(_same_class(gold.tags[a], eq_labels) == _same_class(pred.tags[b], eq_labels)
+                           for a, b in zip(g_keep, p_keep))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- totals
+def _pct(a: float, b: float) -> float:
+    return 100.0 * a / b if b else 0.0
+
+
+def totals(scores: Sequence[SentenceScore]) -> Dict[str, float]:
+    """EVALB's summary block (``print_total``) over ``scores``: percentages, counts and averages."""
+    ok = [s for s in scores if s.status == STATUS_OK]
+    matched, gold, pred = (sum(getattr(s, k) for s in ok) for k in ("matched", "gold_brackets", "pred_brackets"))
+    words, tags, crossing = (sum(getattr(s, k) for s in ok) for k in ("words", "correct_tags", "crossing"))
+    r, p = _pct(matched, gold), _pct(matched, pred)
+    return {
+        "sentences": len(scores), "error_sentences": sum(s.status == STATUS_ERROR for s in scores),
+        "skip_sentences": sum(s.status == STATUS_SKIP for s in scores), "valid_sentences": len(ok),
+        "recall": r, "precision": p, "f1": 2 * p * r / (p + r) if p + r else 0.0,
+        "complete_match": _pct(sum(s.gold_brackets == s.pred_brackets == s.matched for s in ok), len(ok)),
+        "average_crossing": crossing / len(ok) if ok else 0.0,
+        "no_crossing": _pct(sum(s.crossing == 0 for s in ok), len(ok)),
+        "two_or_less_crossing": _pct(sum(s.crossing <= 2 for s in ok), len(ok)),
+        "tagging_accuracy": _pct(tags, words),
+        "matched": matched, "gold_brackets": gold, "pred_brackets": pred, "words": words, "correct_tags": tags,
+        "crossing": crossing,
+    }
+
+
+class EvalbScorer:
+    """Scores sentence pairs by EVALB's rules (COLLINS.prm; ``delete_wrappers`` also deletes ROOT and the empty
+    label) and keeps every :class:`SentenceScore`: ``skipped`` lists the sentences not scored, with the reason."""
+
+    def __init__(self, delete_wrappers: bool = False, cutoff_len: int = CUTOFF_LEN):
+        self.delete_labels = COLLINS_DELETE_LABELS | (WRAPPER_LABELS if delete_wrappers else frozenset())
+        self.delete_wrappers, self.cutoff_len = delete_wrappers, cutoff_len
+        self.sentences: List[SentenceScore] = []
+
+    def add(self, gold: ParseTree, pred: Optional[ParseTree], gold_line: Optional[int] = None,
+            pred_line: Optional[int] = None) -> SentenceScore:
+        s = score_sentence(gold, pred, len(self.sentences) + 1, self.delete_labels)
+        s.gold_line, s.pred_line = gold_line, pred_line
+        self.sentences.append(s)
+        return s
+
+    @property
+    def skipped(self) -> List[SentenceScore]:
+        return [s for s in self.sentences if s.status != STATUS_OK]
+
+    def result(self) -> Dict[str, object]:
+        """All sentences' totals, plus ``skipped`` (error + skip sentences), ``skipped_by_reason`` and the
+        ``len<=CUTOFF`` totals under the key ``"len<=40"``."""
+        out: Dict[str, object] = dict(totals(self.sentences))
+        out["skipped"] = len(self.skipped)
+        out["skipped_by_reason"] = dict(Counter(s.reason for s in self.skipped))
+        out[f"len<={self.cutoff_len}"] = totals([s for s in self.sentences if s.length <= self.cutoff_len])
+        out["rules"] = "EVALB COLLINS.prm" + (" + DELETE_LABEL ROOT and ''" if self.delete_wrappers else "")
+        out["delete_labels"] = sorted(self.delete_labels)
         return out
 
 
-def bracket_f1(gold: Sequence, pred: Sequence) -> Dict[str, float]:
-    """Corpus scores of parallel lists of trees with ``.spans`` (start, end, label) and ``.tags``."""
-    sc = BracketScorer()
+def score_files(gold_path: str, pred_path: str, delete_wrappers: bool = False,
+                cutoff_len: int = CUTOFF_LEN) -> EvalbScorer:
+    """Score a predicted bracket file against a gold one, sentence by sentence (:func:`read_sentences`; a blank
+    predicted line is an empty prediction). Unequal sentence counts or malformed brackets raise
+    :class:`TreeFormatError` naming FILE:LINE."""
+    scorer = EvalbScorer(delete_wrappers, cutoff_len)
+    pairs = aligned(read_sentences(gold_path, predicted=False), read_sentences(pred_path, predicted=True),
+                    gold_path, pred_path)
+    for (gline, graw), (pline, praw) in pairs:
+        try:
+            gold = evalb_tree(graw)
+        except TreeFormatError as e:
+            raise e.at(gold_path, gline) from None
+        try:
+            pred = evalb_tree(praw) if praw else None
+        except TreeFormatError as e:
+            raise e.at(pred_path, pline) from None
+        scorer.add(gold, pred, gline, pline)
+    return scorer
+
+
+def aligned(gold: Iterable[Tuple[int, object]], pred: Iterable[Tuple[int, object]], gold_path: str,
+            pred_path: str) -> Iterator[Tuple[Tuple[int, object], Tuple[int, object]]]:
+    """Zip two streams of (line, sentence) of the files ``gold_path`` and ``pred_path``; unequal sentence counts
+    raise :class:`TreeFormatError` at the predicted file's line where they part."""
+    pred_it = iter(pred)
+    k, last_pred = 0, 0
+    for g in gold:
+        p = next(pred_it, None)
+        if p is None:
+            raise TreeFormatError(f"ends after {k} sentences, but {gold_path}:{g[0]} holds sentence {k + 1}",
+                                  pred_path, last_pred + 1)
+        k, last_pred = k + 1, p[0]
+        yield g, p
+    extra = next(pred_it, None)
+    if extra is not None:
+        raise TreeFormatError(f"sentence {k + 1}, but {gold_path} holds only {k}", pred_path, extra[0])
+
+
+# ------------------------------------------------------------------------------------------- printing
+def format_sentence(s: SentenceScore) -> str:
+    """One line of EVALB's per-sentence table (``individual_result``)."""
+    return (f"{s.sentence:4d}  {s.length:3d}    {s.status:d}  {_pct(s.matched, s.gold_brackets):6.2f} "
+            f"{_pct(s.matched, s.pred_brackets):6.2f}   {s.matched:3d}    {s.gold_brackets:3d}  {s.pred_brackets:3d}"
+            f"    {s.crossing:3d}   {s.words:4d}  {s.correct_tags:4d}   {_pct(s.correct_tags, s.words):6.2f}")
+
+
+SENTENCE_HEADER = ("  Sent.                        Matched  Bracket   Cross        Correct Tag\n"
+                   " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n" + "=" * 76)
+
+
+def format_block(t: Dict[str, float], title: str) -> str:
+    """EVALB's summary block (``-- All --`` or ``-- len<=40 --``) of :func:`totals`."""
+    rows = [("Number of sentence", t["sentences"]), ("Number of Error sentence", t["error_sentences"]),
+            ("Number of Skip  sentence", t["skip_sentences"]), ("Number of Valid sentence", t["valid_sentences"])]
+    out = [f"-- {title} --"] + [f"{name:<26}= {v:6d}" for name, v in rows]
+    for name, key in (("Bracketing Recall", "recall"), ("Bracketing Precision", "precision"),
+                      ("Bracketing FMeasure", "f1"), ("Complete match", "complete_match"),
+                      ("Average crossing", "average_crossing"), ("No crossing", "no_crossing"),
+                      ("2 or less crossing", "two_or_less_crossing"), ("Tagging accuracy", "tagging_accuracy")):
+        out.append(f"{name:<26}= {t[key]:6.2f}")
+    return "\n".join(out)
+
+
+def format_report(scorer: EvalbScorer, per_sentence: bool = False) -> str:
+    """EVALB's output: optionally the per-sentence table and its total line, then ``=== Summary ===`` with the
+    ``-- All --`` and ``-- len<=N --`` blocks."""
+    out = []
+    if per_sentence:
+        t = totals(scorer.sentences)
+        out += [SENTENCE_HEADER] + [format_sentence(s) for s in scorer.sentences] + ["=" * 76]
+        out.append(f"                {t['recall']:6.2f} {t['precision']:6.2f} {t['matched']:6d} {t['gold_brackets']:5d}"
+                   f" {t['pred_brackets']:5d}  {t['crossing']:5d}  {t['words']:5d} {t['correct_tags']:5d}"
+                   f"   {t['tagging_accuracy']:6.2f}")
+    out += ["=== Summary ===", "", format_block(totals(scorer.sentences), "All"), "",
+            format_block(totals([s for s in scorer.sentences if s.length <= scorer.cutoff_len]),
+                         f"len<={scorer.cutoff_len}")]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------- in-memory trees
+def _split_chains(t: ParseTree) -> ParseTree:
+    """A canonical ParseTree (``parsing_data``: chains joined as ``S+VP``) as EVALB reads its brackets."""
+    return ParseTree(t.words, t.tags, [(s, e, part) for s, e, label in t.spans for part in label.split("+")])
+
+
+def bracket_f1(gold: Sequence[ParseTree], pred: Sequence[ParseTree], delete_wrappers: bool = False
+               ) -> Dict[str, object]:
+    """EVALB scores (:meth:`EvalbScorer.result`) of parallel lists of canonical ParseTrees
+    (``parsing_data.read_parse_trees``: their readers already removed wrappers and ``-NONE-`` and unescaped words)."""
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
-    for k, (g, p) in enumerate(zip(gold, pred), 1):
-        if len(g.tags) != len(p.tags):
-            raise ValueError(f"sentence {k}: {len(p.tags)} predicted vs {len(g.tags)} gold words")
-        sc.add(g.spans, p.spans, g.tags, p.tags)
-    return sc.result()
+    scorer = EvalbScorer(delete_wrappers)
+    for g, p in zip(gold, pred):
+        scorer.add(_split_chains(g), _split_chains(p))
+    return scorer.result()
 
 
+# ------------------------------------------------------------------------------------------- dependencies
 def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[Sequence[str]],
                       pred_heads: Sequence[Sequence[int]], pred_rels: Sequence[Sequence[str]],
                       gold_tags: Sequence[Sequence[str]]) -> Dict[str, float]:
@@ -106,4 +385,26 @@ def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[S
     return {"uas": 100.0 * uas / max(total, 1), "las": 100.0 * las / max(total, 1), "dep_tokens": total}
 
 
-__all__ = ["evalb_brackets", "BracketScorer", "bracket_f1", "attachment_scores", "PUNCT_TAGS"]
+def score_dependency_files(gold_path: str, pred_path: str) -> Dict[str, float]:
+    """:func:`attachment_scores` of two CoNLL-U / CoNLL-X files, gold tags from the gold file. Unequal sentence
+    counts or a sentence whose words differ (PTB escapes undone: ``trees.plain_word``) raise
+    :class:`TreeFormatError` naming FILE:LINE."""
+    gold, pred = list(read_conllu(gold_path)), list(read_conllu(pred_path, trees=False))
+    if len(gold) != len(pred):
+        longer, path, k = (pred, pred_path, len(gold)) if len(pred) > len(gold) else (gold, gold_path, len(pred))
+        raise TreeFormatError(f"sentence {k + 1}, but {pred_path} has {len(pred)} sentences and {gold_path} "
+                              f"{len(gold)}", path, longer[k].line)
+    for k, (g, p) in enumerate(zip(gold, pred), 1):
+        if [plain_word(w) for w in g.words] != [plain_word(w) for w in p.words]:
+            raise TreeFormatError(f"sentence {k}: words differ from {gold_path}:{g.line} ({len(p.words)} vs "
+                                  f"{len(g.words)} words)", pred_path, p.line)
+    return attachment_scores([g.heads for g in gold], [g.relations for g in gold], [p.heads for p in pred],
+                             [p.relations for p in pred], [g.tags for g in gold])
+
+
+__all__ = [
+    "PUNCT_TAGS", "COLLINS_DELETE_LABELS", "WRAPPER_LABELS", "EQ_LABELS", "CUTOFF_LEN", "SentenceScore",
+    "EvalbScorer", "evalb_tree", "read_sentences", "aligned", "evalb_label", "kept_terminals",
+    "evalb_brackets", "score_sentence", "totals", "score_files", "format_sentence", "format_block",
+    "format_report", "bracket_f1", "attachment_scores", "score_dependency_files",
+]

@@ -8,10 +8,12 @@ score against gold, and draw label-to-word attention heat maps.
 (words and XPOS tags), anything else one tokenized sentence per line (words only: use a model trained
 ``--no-pos-tags``, which predicts its own tags; a tag-input model would see unknown tags). Writes
 ``OUTPUT.trees`` (one-line PTB brackets; POS tags = the input's, or predicted) and ``OUTPUT.conllu``
-(predicted heads and relations), prints a JSON line of scores with ``--gold`` (EVALB COLLINS.prm rules,
-:mod:`fairseq_tree.evaluation.bracket_f1`) and ``--gold-dep`` (UAS/LAS without punctuation; ``--gold`` alone
-gives no dependency scores), and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's
-attention of every head (rows, named by its label when heads are tied to labels) over the words.
+(predicted heads and relations), prints a JSON line of scores with ``--gold`` (``OUTPUT.trees`` scored against
+the gold file exactly as ``fairseq-tree-score --gold GOLD --pred OUTPUT.trees`` does: EVALB with COLLINS.prm,
+:mod:`fairseq_tree.evaluation.bracket_f1`; ``skipped`` counts the sentences EVALB would not score) and
+``--gold-dep`` (UAS/LAS without punctuation of ``OUTPUT.conllu``; ``--gold`` alone gives no dependency scores),
+and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's attention of every head (rows,
+named by its label when heads are tied to labels) over the words.
 
 Dictionaries are read from the training data directory recorded in the checkpoint, or ``--data DIR``.
 """
@@ -27,9 +29,9 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from fairseq_tree.data.parsing_data import ParseTree, read_parse_trees, to_brackets
-from fairseq_tree.evaluation.bracket_f1 import attachment_scores, bracket_f1
-from fairseq_tree.trees import read_conllu
+from fairseq_tree.data.parsing_data import read_parse_trees, to_brackets
+from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
+from fairseq_tree.trees import TreeFormatError, read_conllu
 
 logger = logging.getLogger("fairseq_tree.parse")
 
@@ -169,17 +171,13 @@ def main(argv=None):
             f.write(p.brackets() + "\n")
     write_conllu(parses, out + ".conllu")
     scores = {"sentences": len(parses), "parse_sents_per_s": round(len(parses) / max(elapsed, 1e-9), 1)}
-    if args.gold:
-        gold = list(read_parse_trees(args.gold))
-        pred = [ParseTree(p.words, p.tags, p.spans) for p in parses]
-        scores.update({k: round(v, 2) if isinstance(v, float) else v for k, v in bracket_f1(gold, pred).items()})
-    if args.gold_dep:
-        gd = list(read_conllu(args.gold_dep))
-        if len(gd) != len(parses):
-            sys.exit(f"{args.gold_dep}: {len(gd)} sentences, input has {len(parses)}")
-        r = attachment_scores([d.heads for d in gd], [d.relations for d in gd], [p.heads for p in parses],
-                              [p.relations for p in parses], [d.tags for d in gd])
-        scores.update({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
+    try:  # the written files, scored as fairseq-tree-score scores them
+        if args.gold:
+            scores.update(score_files(args.gold, out + ".trees").result())
+        if args.gold_dep:
+            scores.update(score_dependency_files(args.gold_dep, out + ".conllu"))
+    except TreeFormatError as e:
+        sys.exit(f"fairseq-tree-parse: {e}")
     if args.plot:
         k = min(args.plot_sentence, len(parses) - 1)
         plot_attention(parses[k], parser.head_names, out + ".attention.png")

@@ -27,10 +27,14 @@ out as in UF1 (``include_sentence_span=True`` keeps it); a gold node is recalled
 among the sentence's predicted spans. Corpus-level: recall(label) = recalled / total over all sentences.
 
 Attachment (:func:`attachment`): heads are 1-based with 0 for the root, over the kept words. UAS = fraction of
-words whose predicted head equals the gold head. UUAS: word i is correct when the undirected edge
-``{i, pred_head(i)}`` is among the gold undirected edges ``{{k, gold_head(k)}}``; the root is node 0, so a root
-edge ``{i, 0}`` matches only if i is a gold root. Every word counts once (denominator = number of words,
-one-word sentences included).
+words whose predicted head equals the gold head. UUAS = ``|P ∩ G| / n`` per corpus, with P and G the *sets* of
+undirected edges ``{i, head(i)}`` of a sentence (the root is node 0, so a root edge ``{i, 0}`` matches only a
+gold root edge) and n the number of words (= |G|: one gold edge per word; one-word sentences included). As sets,
+one gold edge is credited once even when predicted heads that are not a tree give it twice (words 1 and 2
+heading each other: gold ``[2, 0]``, predicted ``[2, 1]`` -> UUAS 50, UAS 50). StructFormer's evaluation
+(``tree_utils.evald``) instead counts every predicted word whose undirected (word, head word) pair is in the
+gold list, duplicates included, and compares lower-cased word *strings*: 100 for that example, so its UUAS of
+non-tree heads (eq. 17) can exceed ours.
 Gold heads of the kept words (:func:`read_gold`): a kept word whose gold head is a removed token (punctuation,
 ``$``: ``$ 35.2 million`` has ``$`` as head in the PTB dependency sample) is attached to its nearest kept
 ancestor (0 if none), so the gold stays a tree over the kept words (possibly with several roots).
@@ -55,8 +59,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
-from fairseq_tree.trees import (_UNESCAPE_WORD, ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, post_order,
-                                read_conllu, read_treebank)
+from fairseq_tree.trees import (ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, escape_word, plain_word,
+                                post_order, read_conllu, read_treebank)
 
 Span = Tuple[int, int]
 LabeledSpan = Tuple[int, int, str]
@@ -82,6 +86,7 @@ class GoldSentence:
                per label, the whole-sentence span included); the ``ROOT`` wrapper of a multi-tree line is not.
     heads:     [n] gold heads over the kept words (1-based, 0 root), or None without a dependency file.
     line:      line of the .mrg file where the tree starts; index: 0-based sentence number in the file.
+    positions: [n] where the kept words are among the tree's tokens (``-NONE-`` removed); tokens: their number.
     """
 
     words: List[str]
@@ -92,6 +97,8 @@ class GoldSentence:
     heads: Optional[List[int]] = None
     line: int = 0
     index: int = 0
+    positions: Optional[List[int]] = None
+    tokens: int = 0
 
     def __len__(self) -> int:
         return len(self.words)
@@ -120,7 +127,7 @@ def gold_from_tree(tree: Tree, lowercase: bool = True, digits: bool = True) -> G
     return GoldSentence(
         words=[normalize_word(tree.words[p], lowercase, digits) for p in kept],
         raw_words=[tree.words[p] for p in kept], tags=[tree.tags[p] for p in kept], spans=spans,
-        labeled=labeled)
+        labeled=labeled, positions=kept, tokens=len(tree.words))
 
 
 def project_heads(heads: Sequence[int], kept: Sequence[int]) -> List[int]:
@@ -138,13 +145,9 @@ def project_heads(heads: Sequence[int], kept: Sequence[int]) -> List[int]:
     return out
 
 
-def _plain_token(w: str) -> str:
-    """Undo PTB escapes for comparing a dependency file's forms with tree leaves (``-LRB-``, ``\\/``)."""
-    return _UNESCAPE_WORD.get(w, w).replace("\\/", "/").replace("\\*", "*")
-
-
 def _same_token(a: str, b: str) -> bool:
-    return _plain_token(a) == _plain_token(b)
+    """Same word once the PTB escapes are undone (a dependency file's forms vs tree leaves: ``-LRB-``, ``\\/``)."""
+    return plain_word(a) == plain_word(b)
 
 
 def read_gold(mrg_path: str, conllu_path: Optional[str] = None, lowercase: bool = True,
@@ -253,20 +256,25 @@ def label_recall(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Spa
 
 
 # ----------------------------------------------------------------------------------- dependencies
+def undirected_edges(heads: Sequence[int]) -> set:
+    """The set of undirected edges ``{i, heads[i-1]}`` (words 1-based, 0 the root) of one sentence."""
+    return {frozenset((d, h)) for d, h in enumerate(heads, 1)}
+
+
 def attachment(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequence[int]]) -> Dict[str, float]:
-    """UAS / UUAS in percent over the kept words (rules in the module docstring), and ``words``."""
+    """UAS / UUAS in percent over the kept words (rules in the module docstring: UUAS compares undirected edge
+    sets), and the counts ``words``, ``uas_correct``, ``uuas_correct``."""
     if len(gold_heads) != len(pred_heads):
         raise ValueError(f"{len(pred_heads)} predicted vs {len(gold_heads)} gold sentences")
     words = uas = uuas = 0
     for k, (gh, ph) in enumerate(zip(gold_heads, pred_heads)):
         if len(gh) != len(ph):
             raise ValueError(f"sentence {k}: {len(ph)} predicted vs {len(gh)} gold heads")
-        gold_edges = {frozenset((d, h)) for d, h in enumerate(gh, 1)}
-        for d, (g, p) in enumerate(zip(gh, ph), 1):
-            uas += g == p
-            uuas += frozenset((d, p)) in gold_edges
+        uas += sum(g == p for g, p in zip(gh, ph))
+        uuas += len(undirected_edges(gh) & undirected_edges(ph))
         words += len(gh)
-    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words}
+    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words,
+            "uas_correct": uas, "uuas_correct": uuas}
 
 
 # -------------------------------------------------------------------------------------- baselines
@@ -349,6 +357,109 @@ def evaluate(gold: Sequence[GoldSentence], pred_spans: Optional[Sequence[Sequenc
             raise ValueError("the gold has no heads: read_gold(..., conllu_path=...)")
         out["attachment"] = attachment([g.heads for g in gold], pred_heads)
     return out
+
+
+# ----------------------------------------------------------------- scoring files (fairseq-tree-score --unsupervised)
+def kept_leaves(gold: GoldSentence, n: int) -> List[int]:
+    """Which of a prediction's n tokens are the gold sentence's words: all of them (a structure over the words, as
+    ``fairseq-tree-induce`` writes) or, when n is the gold's token count, those the gold keeps (a full parse: its
+    punctuation etc. go by the *gold* tags, as in the gold). Raises ValueError for any other n."""
+    if n == len(gold):
+        return list(range(n))
+    if n == gold.tokens and gold.positions is not None:
+        return list(gold.positions)
+    raise ValueError(f"{n} tokens, but the gold sentence has {len(gold)} words ({gold.tokens} tokens in all)")
+
+
+def _check_words(gold: GoldSentence, words: Sequence[str]) -> None:
+    for k, (a, b) in enumerate(zip(words, gold.raw_words), 1):
+        if not _same_token(a, b):
+            raise ValueError(f"word {k} is {a!r}, the gold's is {b!r}")
+
+
+def spans_over_words(gold: GoldSentence, tree) -> List[Span]:
+    """A predicted tree (``bracket_f1.evalb_tree(raw, bare_leaves=True)``: leaves bare or ``(TAG word)``) -> its
+    distinct spans of >= 2 gold words (half-open, post-order): ``-NONE-`` leaves dropped, the others chosen by
+    :func:`kept_leaves` and checked against the gold words (PTB escapes undone)."""
+    leaves = [k for k, t in enumerate(tree.tags) if t != "-NONE-"]
+    keep = [leaves[k] for k in kept_leaves(gold, len(leaves))]
+    _check_words(gold, [tree.words[k] for k in keep])
+    kept, before = set(keep), [0]
+    for k in range(len(tree.words)):
+        before.append(before[-1] + (k in kept))
+    return post_order((before[s], before[e]) for s, e, _ in tree.spans if before[e] - before[s] >= 2)
+
+
+def heads_over_words(gold: GoldSentence, dep) -> List[int]:
+    """A predicted dependency tree (``trees.DependencyTree``) -> heads over the gold words: its tokens chosen by
+    :func:`kept_leaves`, a head outside them climbing to the nearest kept ancestor (:func:`project_heads`)."""
+    keep = kept_leaves(gold, len(dep.words))
+    _check_words(gold, [dep.words[k] for k in keep])
+    return project_heads(dep.heads, keep)
+
+
+def score_files(gold_path: str, pred_path: Optional[str] = None, gold_dep: Optional[str] = None,
+                pred_dep: Optional[str] = None) -> Dict[str, object]:
+    """UF1 / corpus F1 / per-label recall of a predicted bracket file, and UAS / UUAS of a predicted CoNLL-U file,
+    against a gold .mrg (and its dependencies), by the rules of the module docstring. Predicted trees: one per line
+    (a blank line: nothing predicted), leaves bare or ``(TAG word)``, over the gold words or over all its tokens
+    (:func:`kept_leaves`). Predicted CoNLL-U: one sentence per gold sentence, or per gold sentence that has words
+    (``fairseq-tree-induce`` writes no token for a sentence without words). Mismatches raise
+    :class:`TreeFormatError` naming FILE:LINE."""
+    from fairseq_tree.evaluation.bracket_f1 import aligned, evalb_tree, read_sentences
+
+    gold = read_gold(gold_path, gold_dep)
+    out: Dict[str, object] = {"sentences": len(gold), "rules": "UF1: words only (WORD_TAGS), spans >= 2 words, "
+                              "sentence span excluded, sentences < 2 words skipped; UUAS: undirected edge sets"}
+    if pred_path is not None:
+        spans, empty = [], 0
+        pairs = aligned(((g.line, g) for g in gold), read_sentences(pred_path, predicted=True), gold_path, pred_path)
+        for k, ((_, g), (line, raw)) in enumerate(pairs, 1):
+            try:
+                spans.append(spans_over_words(g, evalb_tree(raw, bare_leaves=True)) if raw else [])
+            except (TreeFormatError, ValueError) as e:
+                raise TreeFormatError(f"sentence {k}: {getattr(e, 'message', e)}", pred_path, line) from None
+            empty += not raw and len(g) > 0
+        r = uf1(gold, spans)
+        out.update(uf1=r["sentence_f1"], corpus_f1=r["corpus_f1"], recall=r["corpus_recall"],
+                   precision=r["corpus_precision"], f1=r["corpus_f1"], tagging_accuracy=None,
+                   scored_sentences=r["sentences"], skipped=r["skipped"], empty_predictions=empty,
+                   label_recall=label_recall(gold, spans))
+    if pred_dep is not None:
+        if gold_dep is None:
+            raise ValueError("UAS / UUAS need the gold dependencies (--gold-dep)")
+        deps = list(read_conllu(pred_dep, trees=False))  # eq. 17 heads need not form a tree
+        with_words = [g for g in gold if len(g)]
+        targets = gold if len(deps) == len(gold) else with_words if len(deps) == len(with_words) else None
+        if targets is None:
+            raise TreeFormatError(f"{len(deps)} sentences, but {gold_path} has {len(gold)} ({len(with_words)} with "
+                                  f"words)", pred_dep)
+        heads = {}
+        for g, d in zip(targets, deps):
+            try:
+                heads[g.index] = heads_over_words(g, d)
+            except ValueError as e:
+                raise TreeFormatError(f"sentence {g.index + 1} of {gold_path}: {e}", pred_dep, d.line) from None
+        a = attachment([g.heads for g in gold], [heads.get(g.index, []) for g in gold])
+        out.update(uas=a["uas"], uuas=a["uuas"], dep_words=a["words"])
+    return out
+
+
+def format_unsupervised(r: Dict[str, object]) -> str:
+    """The summary block of :func:`score_files`, in EVALB's layout."""
+    rows = [f"{'Number of sentence':<26}= {r['sentences']:6d}"]
+    if "uf1" in r:
+        rows += [f"{'Number of Skip  sentence':<26}= {r['skipped']:6d}   (fewer than 2 words)",
+                 f"{'Number of Valid sentence':<26}= {r['scored_sentences']:6d}"]
+        rows += [f"{name:<26}= {r[key]:6.2f}" for name, key in (
+            ("Sentence-level F1 (UF1)", "uf1"), ("Corpus-level F1", "corpus_f1"), ("Corpus Recall", "recall"),
+            ("Corpus Precision", "precision"))]
+        rows += [f"{'Recall ' + lab:<26}= {v['recall']:6.2f}   ({v['matched']}/{v['gold']})"
+                 for lab, v in r["label_recall"].items() if lab in PAPER_LABELS]
+    if "uas" in r:
+        rows += [f"{'UAS':<26}= {r['uas']:6.2f}", f"{'UUAS':<26}= {r['uuas']:6.2f}",
+                 f"{'Dependency words':<26}= {r['dep_words']:6d}"]
+    return "\n".join(["=== Summary (unsupervised: the literature's rules) ===", "", "-- All --"] + rows)
 
 
 # ---------------------------------------------------------------------------- masked-word perplexity
@@ -474,8 +585,8 @@ def write_conllu(path: str, words: Sequence[Sequence[str]], heads: Sequence[Sequ
 def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = "S",
                       leaf_label: Optional[str] = None) -> str:
     """``(S (S w1 w2) w3)``: nested half-open spans (root added if missing, single words ignored) as one line
-    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``. ``(``/``)``
-    in words are written ``-LRB-``/``-RRB-``."""
+    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``, escaped as the
+    treebank writes them (``trees.escape_word``: ``(`` -> ``-LRB-``, ``{`` -> ``-LCB-``)."""
     n = len(words)
     if n == 0:
         raise ValueError("empty sentence")
@@ -490,7 +601,7 @@ def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = 
         closes[j - 1] += 1
     out = []
     for k, w in enumerate(words):
-        w = {"(": "-LRB-", ")": "-RRB-"}.get(w, w)
+        w = escape_word(w)
         out.append(f"({label} " * opens[k] + (f"({leaf_label} {w})" if leaf_label else w) + ")" * closes[k])
     return " ".join(out)
 
@@ -505,8 +616,8 @@ def write_brackets(path: str, spans: Sequence[Sequence[Span]], words: Sequence[S
 
 __all__ = [
     "GoldSentence", "read_gold", "gold_from_tree", "project_heads", "scored_spans", "sentence_f1", "uf1",
-    "label_recall", "attachment", "left_branching", "right_branching", "balanced", "random_tree",
+    "label_recall", "undirected_edges", "attachment", "left_branching", "right_branching", "balanced", "random_tree",
     "left_chain_heads", "right_chain_heads", "baseline_scores", "evaluate", "masked_word_perplexity",
     "conllu_lines", "write_conllu", "spans_to_brackets", "write_brackets", "PAPER_LABELS", "BALANCED_SPLIT",
-    "RANDOM_SEEDS",
+    "RANDOM_SEEDS", "kept_leaves", "spans_over_words", "heads_over_words", "score_files", "format_unsupervised",
 ]

@@ -215,37 +215,47 @@ class StructFormerModel(FairseqEncoderModel):
             distance, height, p_D, root, word = self.encoder.parse(src_tokens)
         finally:
             self.train(was_training)
-        B, T = word.shape
-        lengths = word.sum(1)
-        n_max = int(lengths.max()) if B else 0
-        nm = max(n_max, 1)
-        # positions of the words, in order (a stable sort of ~word puts words first), padded past n_b
-        order = torch.sort((~word).to(torch.int8), dim=1, stable=True).indices[:, :nm]
-        wvalid = torch.arange(nm, device=word.device)[None] < lengths[:, None]
-        pair = wvalid[:, :, None] & wvalid[:, None, :]
-        P = p_D.gather(1, order[:, :, None].expand(-1, -1, T)).gather(2, order[:, None, :].expand(-1, nm, -1))
-        P = P.masked_fill(~pair, 0.0).float().cpu()
-        H = height.gather(1, order).masked_fill(~wvalid, 0.0).float().cpu()
-        Rt = root.gather(1, order).masked_fill(~wvalid, 0.0).float().cpu()
-        if n_max >= 2:
-            D = distance.gather(1, order[:, : n_max - 1].clamp_max(T - 2))  # split after word k sits at its position
-            D = D.masked_fill(~wvalid[:, 1:n_max], 0.0).float().cpu()
+        return structure_from_parse(distance, height, p_D, root, word, method, maps)
+
+
+def structure_from_parse(distance: Tensor, height: Tensor, p_D: Tensor, root: Tensor, word: Tensor,
+                         method: str = "distance", maps: bool = True) -> InducedStructure:
+    """The parse step of :meth:`StructFormerModel.induce`, from the encoder's structure over token positions
+    (:meth:`StructFormerEncoder.parse`: distance [B, T-1], height [B, T], p_D [B, T, T] with row i = the dependent,
+    root [B, T], word [B, T] bool): the words of each sentence are gathered in order, then Algorithm 1 + eq. 17
+    (``method='distance'``: head of word i = argmax_j p_D(j|i), the highest word the root) or Algorithm 3
+    (``'joint'``). -> :class:`InducedStructure` (maps over word positions, see ``induce``)."""
+    B, T = word.shape
+    lengths = word.sum(1)
+    n_max = int(lengths.max()) if B else 0
+    nm = max(n_max, 1)
+    # positions of the words, in order (a stable sort of ~word puts words first), padded past n_b
+    order = torch.sort((~word).to(torch.int8), dim=1, stable=True).indices[:, :nm]
+    wvalid = torch.arange(nm, device=word.device)[None] < lengths[:, None]
+    pair = wvalid[:, :, None] & wvalid[:, None, :]
+    P = p_D.gather(1, order[:, :, None].expand(-1, -1, T)).gather(2, order[:, None, :].expand(-1, nm, -1))
+    P = P.masked_fill(~pair, 0.0).float().cpu()
+    H = height.gather(1, order).masked_fill(~wvalid, 0.0).float().cpu()
+    Rt = root.gather(1, order).masked_fill(~wvalid, 0.0).float().cpu()
+    if n_max >= 2:
+        D = distance.gather(1, order[:, : n_max - 1].clamp_max(T - 2))  # split after word k sits at its position
+        D = D.masked_fill(~wvalid[:, 1:n_max], 0.0).float().cpu()
+    else:
+        D = distance.new_zeros(B, 0).float().cpu()
+    spans, heads = [], []
+    for b in range(B):
+        n = int(lengths[b])
+        d_b, h_b = D[b, : max(n - 1, 0)].numpy(), H[b, :n].numpy()
+        if method == "joint":
+            s, hd = joint_parse(d_b, h_b)
         else:
-            D = distance.new_zeros(B, 0).float().cpu()
-        spans, heads = [], []
-        for b in range(B):
-            n = int(lengths[b])
-            d_b, h_b = D[b, : max(n - 1, 0)].numpy(), H[b, :n].numpy()
-            if method == "joint":
-                s, hd = joint_parse(d_b, h_b)
-            else:
-                s, hd = distance_to_spans(d_b), heads_from_dependency(P[b, :n, :n].numpy(), h_b)
-            spans.append(s)
-            heads.append(hd)
-        out_maps: Dict[str, Tensor] = {}
-        if maps and n_max >= 1:
-            out_maps = {"dependency": P, "root": Rt, "distance": D, "height": H}
-        return InducedStructure(lengths=lengths.cpu(), spans=spans, heads=heads, maps=out_maps)
+            s, hd = distance_to_spans(d_b), heads_from_dependency(P[b, :n, :n].numpy(), h_b)
+        spans.append(s)
+        heads.append(hd)
+    out_maps: Dict[str, Tensor] = {}
+    if maps and n_max >= 1:
+        out_maps = {"dependency": P, "root": Rt, "distance": D, "height": H}
+    return InducedStructure(lengths=lengths.cpu(), spans=spans, heads=heads, maps=out_maps)
 
 
 def build_standalone(dictionary, arch: str = "structformer_small", **overrides) -> StructFormerModel:

@@ -22,13 +22,15 @@ syntactic **height** δ_i of word i ([n] per sentence).
   and padding are 0 everywhere.
 
   Computed in O(B T^2) memory and O(B T^3) time (two batched matmuls + cumulative sums/maxima), never the
-  reference's [B, L, L, L] tensors: with ``e_j = exp(s_1 δ_j - m)`` (m the sentence's max, so the shift is per
-  sentence) and ``Z(l, r) = sum_{k=l..r} e_k`` (a row-wise cumsum from l: no cancellation),
-  ``T_i(l) = sum_r p_right(r|i) / Z(l, r)`` (``p_right @ invZ^T``), ``U_i(r) = sum_l p_left(l|i) / Z(l, r)``
-  (``p_left @ invZ``); then ``p_D(j|i) = e_j sum_{l<=j} p_left(l|i) T_i(l)`` for j <= i (a cumsum; j = i is the
-  root mass) and ``e_j sum_{r>=j} p_right(r|i) U_i(r)`` for j > i (a reverse cumsum).
-  :func:`dependency_distribution_direct` is the literal transcription (float64, [n, n, n] tensors) the tests
-  compare against.
+  reference's [B, L, L, L] tensors: with ``e_j = exp(s_1 δ_j - c)`` and ``Z(l, r) = sum_{k=l..r} e_k`` (a row-wise
+  cumsum from l: no cancellation), ``T_i(l) = sum_r p_right(r|i) / Z(l, r)`` (``p_right @ invZ^T``),
+  ``U_i(r) = sum_l p_left(l|i) / Z(l, r)`` (``p_left @ invZ``); then ``p_D(j|i) = e_j sum_{l<=j} p_left(l|i) T_i(l)``
+  for j <= i (a cumsum; j = i is the root mass) and ``e_j sum_{r>=j} p_right(r|i) U_i(r)`` for j > i (a reverse
+  cumsum). The shift c must stay within fp32's range of every span's logits (e_j / Z(l, r) is a softmax over
+  [l, r]): spans are grouped by their max logit into bands of width :data:`HEAD_BAND` below the sentence's max,
+  and each band is one pass with its own shift (only its spans in invZ). So eq. 11 is exact for every span,
+  however far apart the heights; sentences whose scaled heights spread over less than HEAD_BAND (all in
+  practice) take one pass. The tests compare against a literal transcription (float64, [n, n, n] tensors).
 
 * Calibration (authors' code only, ``calibrate=True``): ``τ <- τ - max_{spans} margin`` with
   ``margin([i, j]) = min(relu(τ_{i-1} - max_{i<=k<=j} δ_k), relu(τ_j - max_{i<=k<=j} δ_k))`` over the spans of
@@ -49,7 +51,7 @@ dependency mass. All structure arithmetic is fp32 with autocast off.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -61,9 +63,9 @@ from fairseq_tree.trees import distances_to_tree, post_order
 
 Span = Tuple[int, int]
 
-#: floor of the shifted head logits s_1 δ_j - max (e_j >= e^-80, still a normal fp32 number, and 1/Z <= e^80):
-#: a no-op unless a sentence's scaled heights spread over more than 80.
-HEAD_LOGIT_FLOOR = -80.0
+#: width of a band of span maxima that share one shift in eq. 11's prefix sums: 1/Z(l, r) <= e^64 inside a band,
+#: far from fp32's overflow (e^88), and every e_j of a span is <= 1
+HEAD_BAND = 64.0
 
 
 def _fp(x: Tensor) -> Tensor:
@@ -182,6 +184,23 @@ def boundary_distributions(distance: Tensor, height: Tensor, word: Tensor, split
     return torch.where(row, p_left, 0.0), torch.where(row, p_right, 0.0)
 
 
+def _head_bands(a: Tensor, word: Tensor, split: Tensor, upper: Tensor) -> Tuple[Optional[Tensor], Tensor]:
+    """Shift bands for eq. 11: a [B, T] head logits s_1 δ (words), upper [T, T] (l <= r) -> (band [B, l, r] long or
+    None, shift m [B, 1], the sentence's max logit), detached. A span [l, r] of one sentence's words is in band
+    ``k = floor((m - M(l, r)) / HEAD_BAND)``, M(l, r) = max_{l<=k'<=r} a_k', so its max lies in
+    (c_k - HEAD_BAND, c_k] with c_k = m - k HEAD_BAND; other spans are in band -1. None: every sentence's logits
+    lie within HEAD_BAND of its max, so every span is in band 0 (the usual case: no [B, T, T] cummax)."""
+    a = a.detach()
+    neg = torch.finfo(a.dtype).min
+    m = torch.where(word, a, neg).max(1, keepdim=True).values  # [B, 1]
+    low = torch.where(word, a, -neg).min(1, keepdim=True).values
+    if not bool(((m - low) < HEAD_BAND).all()):
+        M = torch.cummax(torch.where(upper, a[:, None, :], neg), -1).values  # [B, l, r]
+        inside = upper & _range_valid(split) & word[:, :, None] & word[:, None, :]
+        return torch.where(inside, torch.floor((m[:, :, None] - M) / HEAD_BAND), -1.0).long(), m
+    return None, m
+
+
 def dependency_distribution(distance: Tensor, height: Tensor, word: Tensor, split: Tensor, dist_scale: Tensor,
                             head_scale: Tensor) -> Tuple[Tensor, Tensor]:
     """Eqs. 6-12 in O(B T^2) memory. distance [B, T-1] (τ_t between positions t, t+1, read where ``split``),
@@ -195,75 +214,25 @@ def dependency_distribution(distance: Tensor, height: Tensor, word: Tensor, spli
         s0, s1 = _fp(dist_scale), _fp(head_scale)
         B, T = delta.shape
         p_left, p_right = boundary_distributions(distance, delta, word, split, s0)
-        # eq. 11 by prefix sums: e_j = exp(s_1 δ_j - m_b), Z(l, r) = sum_{l<=k<=r} e_k
-        a = torch.where(word, s1 * delta, torch.finfo(delta.dtype).min)
-        m = a.max(1, keepdim=True).values.detach()
-        e = torch.where(word, torch.exp((a - m).clamp_min(HEAD_LOGIT_FLOOR)), 0.0)  # [B, T]
         idx = torch.arange(T, device=delta.device)
         upper = idx[:, None] <= idx[None, :]  # [l, r]
-        Z = torch.cumsum(torch.where(upper, e[:, None, :], 0.0), -1)  # [B, l, r], summed from l: no cancellation
-        has = upper & (Z > 0)
-        invZ = torch.where(has, 1.0 / torch.where(has, Z, 1.0), 0.0)
-        Ti = torch.bmm(p_right, invZ.transpose(1, 2))  # [B, i, l] = sum_r p_right(r|i) / Z(l, r)
-        Ui = torch.bmm(p_left, invZ)  # [B, i, r] = sum_l p_left(l|i) / Z(l, r)
-        left = e[:, None, :] * torch.cumsum(p_left * Ti, -1)  # j <= i: sum_{l<=j}
-        right = e[:, None, :] * torch.flip(torch.cumsum(torch.flip(p_right * Ui, [-1]), -1), [-1])  # j >= i
+        a = torch.where(word, s1 * delta, torch.finfo(delta.dtype).min)  # eq. 11's logits
+        band, shift = _head_bands(a, word, split, upper)
+        left = right = 0.0
+        for k in range(1 if band is None else int(band.max()) + 1):  # one pass unless logits spread over HEAD_BAND
+            # e_j = exp(a_j - c_k): <= 1 inside band-k spans (their max is <= c_k), clamped outside (never used)
+            e = torch.where(word, torch.exp(torch.clamp(a - (shift - k * HEAD_BAND), max=0.0)), 0.0)  # [B, T]
+            Z = torch.cumsum(torch.where(upper, e[:, None, :], 0.0), -1)  # [B, l, r], summed from l: no cancellation
+            has = upper & (Z > 0) if band is None else band == k  # Z >= exp(-HEAD_BAND) there
+            invZ = torch.where(has, 1.0 / torch.where(has, Z, 1.0), 0.0)
+            Ti = torch.bmm(p_right, invZ.transpose(1, 2))  # [B, i, l] = sum_r p_right(r|i) / Z(l, r)
+            Ui = torch.bmm(p_left, invZ)  # [B, i, r] = sum_l p_left(l|i) / Z(l, r)
+            left = left + e[:, None, :] * torch.cumsum(p_left * Ti, -1)  # j <= i: sum_{l<=j}
+            right = right + e[:, None, :] * torch.flip(torch.cumsum(torch.flip(p_right * Ui, [-1]), -1), [-1])
         lower = idx[None, :] < idx[:, None]  # [i, j]: j < i
         pair = word[:, :, None] & word[:, None, :]
         p_D = torch.where(pair & lower, left, torch.where(pair & lower.T, right, 0.0))  # eq. 12
         root = torch.where(word, torch.diagonal(left, dim1=1, dim2=2), 0.0)
-    return p_D, root
-
-
-# ------------------------------------------------------------------------------------------- p_D, direct
-def dependency_distribution_direct(distance, height, mu1: float = 1.0, mu2: float = 1.0) -> Tuple[np.ndarray,
-                                                                                                 np.ndarray]:
-    """Literal transcription of eqs. 6-12 for ONE sentence of n words (the slow reference of the tests), float64.
-
-    distance [n-1] (τ_k between words k and k+1), height [n] (δ), temperatures μ_1 (eq. 6), μ_2 (eq. 11); the
-    sentence boundaries are τ_{-1} = τ_{n-1} = +inf. -> (p_D [n, n] with p_D[i, j] = p_D(j|i), root [n] = the
-    j = i term that eq. 12 drops)."""
-    tau = [float(t) for t in np.asarray(distance, dtype=np.float64).reshape(-1)]
-    delta = np.asarray(height, dtype=np.float64).reshape(-1)
-    n = len(delta)
-    assert len(tau) == max(n - 1, 0)
-    tau_ext = {-1: np.inf, n - 1: np.inf}
-    tau_ext.update({k: t for k, t in enumerate(tau)})
-
-    def sig(z):
-        return 1.0 / (1.0 + np.exp(-z))
-
-    def p_in_left(l, i):  # eq. 7: p(l ∈ C(x_i)) = σ((δ_i - max(τ_l..τ_{i-1})) / μ_1), 1 for l = i
-        if l == i:
-            return 1.0
-        return sig((delta[i] - max(tau_ext[k] for k in range(l, i))) / mu1)
-
-    def p_in_right(r, i):  # p(r ∈ C(x_i)) = σ((δ_i - max(τ_i..τ_{r-1})) / μ_1), 1 for r = i
-        if r == i:
-            return 1.0
-        return sig((delta[i] - max(tau_ext[k] for k in range(i, r))) / mu1)
-
-    p_left = np.zeros((n, n))
-    p_right = np.zeros((n, n))
-    for i in range(n):
-        for l in range(i + 1):  # eq. 8, with l - 1 = -1 outside (it crosses τ_{-1} = inf: probability 0)
-            p_left[i, l] = p_in_left(l, i) - (p_in_left(l - 1, i) if l >= 1 else 0.0)
-        for r in range(i, n):  # eq. 9
-            p_right[i, r] = p_in_right(r, i) - (p_in_right(r + 1, i) if r + 1 <= n - 1 else 0.0)
-    p_C = np.zeros((n, n, n))  # eq. 10: [i, l, r]
-    for i in range(n):
-        for l in range(i + 1):
-            for r in range(i, n):
-                p_C[i, l, r] = p_left[i, l] * p_right[i, r]
-    p_Pr = np.zeros((n, n, n))  # eq. 11: [l, r, j]
-    for l in range(n):
-        for r in range(l, n):
-            w = np.exp(delta[l:r + 1] / mu2 - np.max(delta[l:r + 1] / mu2))
-            p_Pr[l, r, l:r + 1] = w / w.sum()
-    full = np.einsum("ilr,lrj->ij", p_C, p_Pr)  # eq. 12 before zeroing j = i
-    root = np.diagonal(full).copy()
-    p_D = full.copy()
-    np.fill_diagonal(p_D, 0.0)
     return p_D, root
 
 
@@ -327,5 +296,5 @@ PARSE_METHODS = ("distance", "joint")
 
 __all__: Sequence[str] = (
     "word_masks", "StructFormerParser", "calibrate_distance", "boundary_distributions", "dependency_distribution",
-    "dependency_distribution_direct", "distance_to_spans", "heads_from_dependency", "joint_parse", "PARSE_METHODS",
+    "HEAD_BAND", "distance_to_spans", "heads_from_dependency", "joint_parse", "PARSE_METHODS",
 )

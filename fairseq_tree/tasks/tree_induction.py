@@ -87,10 +87,8 @@ def score_batch(structure, gold) -> dict:
         out["pred"] += len(P)
         out["gold"] += len(G)
     if structure.heads is not None and gold and gold[0].heads is not None:
-        att = attachment([g.heads for g in gold], structure.heads)
-        words = att["words"]
-        out.update(uas_correct=round(att["uas"] * words / 100), uuas_correct=round(att["uuas"] * words / 100),
-                   dep_total=words)
+        att = attachment([g.heads for g in gold], structure.heads)  # UUAS over undirected edge sets
+        out.update(uas_correct=att["uas_correct"], uuas_correct=att["uuas_correct"], dep_total=att["words"])
     return out
 
 

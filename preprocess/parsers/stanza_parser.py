@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from fairseq_tree.trees import escape_word
+
 from preprocess.parsers import ParseError
 
 logger = logging.getLogger(__name__)
@@ -147,7 +149,8 @@ def _escape(text: str) -> str:
 
 
 def tree_to_brackets(tree) -> str:
-    """One-line PTB brackets of a stanza Tree; ``(``/``)`` in words and labels become ``-LRB-``/``-RRB-``.
+    """One-line PTB brackets of a stanza Tree; ``(``/``)`` in words and labels become ``-LRB-``/``-RRB-``, and
+    words that are ``{ } [ ]`` are written as the treebank spells them (``trees.escape_word``).
 
     Iterative (no recursion limit on deep trees); labels are kept as stanza gives them."""
     out: List[str] = []
@@ -157,7 +160,7 @@ def tree_to_brackets(tree) -> str:
         if node is None:
             out.append(")")
         elif not node.children:
-            out.append(" " + _escape(node.label))
+            out.append(" " + _escape(escape_word(node.label)))
         else:
             out.append(("(" if not out else " (") + _escape(node.label))
             stack.append(None)

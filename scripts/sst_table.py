@@ -1,0 +1,43 @@
+"""The SST results table of ``scripts/train_sst.sh``: dev accuracy (mean ± sd over seeds) of every run done
+so far, beside the paper's numbers (Nguyen et al. 2020, Tables 2 and 3: test accuracy, tiny models).
+
+    python scripts/sst_table.py WORK  > WORK/results.md
+"""
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROWS = [  # (run directory, description, paper SST-5, paper SST-2)
+    ("tree", "`tree_classifier_tiny`, every label", 47.4, 84.3),
+    ("tree_nohier", "  -HierEmb (`--no-hierarchical-embeddings`)", 46.1, None),
+    ("tree_nosubmask", "  -SubMask (`--no-subtree-mask`)", 45.7, None),
+    ("tree_nohier_nosubmask", "  -HierEmb -SubMask", 45.0, None),
+    ("transformer", "`transformer_classifier_tiny`, sentences", 37.6, 74.8),
+    ("transformer_phrases", "`transformer_classifier_tiny`, every phrase a sample (Tai et al.)", None, None),
+]
+
+
+def cell(work: Path, task: str, run: str, key: str = "accuracy") -> str:
+    scores = [json.loads(p.read_text()).get(key) for p in sorted((work / task / run).glob("s*/dev.json"))]
+    scores = [s for s in scores if s is not None]
+    if not scores:
+        return "—"
+    if len(scores) == 1:
+        return f"{scores[0]:.1f} (1 seed)"
+    return f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f} ({len(scores)} seeds)"
+
+
+def main(work: str) -> None:
+    w = Path(work)
+    paper = lambda x: "—" if x is None else f"{x:.1f}"  # noqa: E731
+    print("| model | SST-5 dev | paper SST-5 (test) | SST-5 dev phrase acc. | SST-2 dev | paper SST-2 (test) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for run, desc, p5, p2 in ROWS:
+        print(f"| {desc} | {cell(w, 'sst5', run)} | {paper(p5)} | {cell(w, 'sst5', run, 'phrase_accuracy')} | "
+              f"{cell(w, 'sst2', run)} | {paper(p2)} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
