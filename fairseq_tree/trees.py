@@ -390,7 +390,7 @@ def _labelled_raw(node: RawTree, classes) -> RawTree:
     if words and len(words) < len(children):
         raise TreeFormatError(f"word {words[0]!r} has no class label (a bare word beside labelled nodes)")
     if words:
-        words = [w.replace("\\/", "/").replace("\\*", "*") for w in words]
+        words = [plain_word(w) for w in words]
         return [label, words[0]] if len(words) == 1 else [label] + [[NO_CLASS, w] for w in words]
     if len(children) == 1:  # a unary chain: the top label stays
         _check_class(children[0], classes)
