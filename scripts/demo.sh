@@ -114,6 +114,8 @@ if [ "$TRAIN_MINUTES" != 0 ]; then
     --path "$CKPT/checkpoint_last.pt" --gen-subset test --beam 5 --batch-size 128 --remove-bpe \
     --tokenizer moses -s en -t de --scoring sacrebleu --cpu > "$CKPT/test.gen" 2>&1 \
     || { tail -20 "$CKPT/test.gen"; echo "demo: fairseq-generate failed (log: $CKPT/test.gen)" >&2; exit 1; }
+  N_HYP=$(grep -c "^H-" "$CKPT/test.gen"); N_TEST=$(grep -c "" "$DATA/test.en")
+  [ "$N_HYP" = "$N_TEST" ] || { echo "demo: $N_HYP translations for $N_TEST test sentences" >&2; exit 1; }
   grep -E "^(S|D)-0\b" "$CKPT/test.gen" | head -2
   grep "BLEU" "$CKPT/test.gen" | tail -1 \
     || { echo "demo: no BLEU line in $CKPT/test.gen" >&2; exit 1; }

@@ -82,3 +82,22 @@ def test_masked_lm_sample_break_mode_eos(tmp_path):
     assert "np.compat" in bare.stderr or "compat" in bare.stderr  # numpy 2 breaks stock fairseq here
     out = sh(*args, "--user-dir", USER_DIR)
     assert "done training" in out.stdout + out.stderr
+
+
+def test_batch_by_size_keeps_the_sentences_left_over_by_the_batch_multiple():
+    """300 sentences of 20 tokens, --max-tokens 2048, multiple 8: fairseq's batches hold floor(2048 / 20) = 102
+    rounded down to 96 sentences; 300 = 3 * 96 + 12, the 12 give one batch of 8 and fairseq dropped the last 4.
+    With the plugin loaded they come last, in their own batch; nothing else changes."""
+    import numpy as np
+    from fairseq.data import data_utils
+
+    import fairseq_tree  # noqa: F401  (applies the shim)
+
+    idx = np.arange(300, dtype=np.int64)[::-1].copy()  # any order: the caller's order is kept
+    batches = data_utils.batch_by_size(idx, lambda i: 20, num_tokens_vec=np.full(300, 20), max_tokens=2048,
+                                       required_batch_size_multiple=8)
+    assert [len(b) for b in batches] == [96, 96, 96, 8, 4]
+    assert np.concatenate(batches).tolist() == idx.tolist()
+    # by sentences: 128-sentence batches, 300 = 2 * 128 + 44 -> 40 (a multiple of 8) + the 4 fairseq dropped
+    batches = data_utils.batch_by_size(idx, lambda i: 20, max_sentences=128, required_batch_size_multiple=8)
+    assert [len(b) for b in batches] == [128, 128, 40, 4]

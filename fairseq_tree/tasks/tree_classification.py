@@ -112,13 +112,6 @@ class TreeClassificationTask(CriterionCheck, FairseqTask):
     def max_positions(self):
         return self.cfg.max_positions
 
-    def get_batch_iterator(self, dataset, **kwargs):
-        """fairseq's, with ``required_batch_size_multiple`` 1: fairseq drops the last batch when its size is not
-        a multiple of it (``data_utils.batch_by_size``, fairseq issue #5036), i.e. the longest sentences of
-        every training epoch and up to 7 sentences of every validation (accuracy would miss them)."""
-        kwargs["required_batch_size_multiple"] = 1
-        return super().get_batch_iterator(dataset, **kwargs)
-
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         paths = self.cfg.data.split(":")
         data = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
