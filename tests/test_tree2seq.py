@@ -211,3 +211,27 @@ def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         torch.testing.assert_close(a[k], b[k], atol=1e-6, rtol=0, msg=k)
+
+
+def test_attention_share_table4_with_uniform_cross_attention(data_bin):
+    """scripts/attention_share_tree2seq.py (paper Table 4). With every cross-attention query projection zeroed
+    the attention is uniform over a sentence's m + n source positions, so Target->Nodes is the mean, over target
+    tokens, of m / (m + n) of their sentence; Leaves/Nodes counts the positions of the binarized data."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("attention_share", REPO / "scripts" / "attention_share_tree2seq.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    task, model = build(data_bin)
+    with torch.no_grad():
+        for layer in model.decoder.layers:
+            layer.encoder_attn.attn.q_proj.weight.zero_()
+            layer.encoder_attn.attn.q_proj.bias.zero_()
+    ds = task.datasets["train"]
+    leaves = [len(ds.src[i]) for i in range(len(ds))]
+    nodes = [len(ds.nodes[i]) for i in range(len(ds))]
+    targets = [len(ds.tgt[i]) for i in range(len(ds))]  # tokens + EOS: the decoder's positions
+    share = sum(t * m / (m + n) for t, m, n in zip(targets, nodes, leaves)) / sum(targets)
+    r = script.attention_share(model.eval(), task, "train", max_tokens=2000)
+    assert r["leaves_pct"] == round(100 * sum(leaves) / (sum(leaves) + sum(nodes)), 2)
+    assert r["target_to_nodes_pct"] == pytest.approx([100 * share] * 2, abs=0.0051)  # printed to 2 decimals
