@@ -64,7 +64,7 @@ run() {
     --optimizer adam --adam-betas '(0.9,0.98)' --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" \
     --warmup-init-lr 1e-7 --dropout 0.5 --max-tokens 2048 --max-update "$UPDATES" --seed "$S" $DEV_FLAG \
     --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric --no-epoch-checkpoints \
-    --num-workers 0 --log-format simple --log-interval 100 --save-dir "$D" $EXTRA > "$D/train.log" 2>&1 || return 1
+    --num-workers 0 --log-format simple --log-interval 100 --save-dir "$D" $EXTRA >> "$D/train.log" 2>&1 || return 1  # appends: a resumed run keeps its history
   fairseq-tree-classify --path "$D/checkpoint_best.pt" --input "$SST/dev.txt" $([ "$T" = sst2 ] && echo --binary) \
     --output "$D/dev.pred" --device "$DEVICE" > "$D/dev.out" 2> "$D/dev.log" || return 1
   tail -n 1 "$D/dev.out" > "$D/dev.json.tmp" && mv "$D/dev.json.tmp" "$D/dev.json"
