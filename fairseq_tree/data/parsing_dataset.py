@@ -17,21 +17,18 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset
 
 from fairseq_tree.data.parsing_data import word_chars
+from fairseq_tree.data.sized_dataset import SizedDataset
 
 
-class ParsingDataset(FairseqDataset):
+class ParsingDataset(SizedDataset):
     def __init__(self, words, tags, chars, spans, heads, rels, dicts, shuffle=True):
         self.words, self.tags, self.chars, self.spans, self.heads, self.rels = words, tags, chars, spans, heads, rels
         self.dicts = dicts
         self.shuffle = shuffle
         self.sizes = np.array([len(words[i]) + 2 for i in range(len(words))]) if not hasattr(words, "sizes") \
             else np.asarray(words.sizes) + 2
-
-    def __len__(self):
-        return len(self.words)
 
     def __getitem__(self, i):
         item = {"id": i, "words": self.words[i], "tags": self.tags[i], "chars": self.chars[i]}
@@ -40,16 +37,6 @@ class ParsingDataset(FairseqDataset):
         if self.heads is not None:
             item["heads"], item["rels"] = self.heads[i], self.rels[i]
         return item
-
-    def num_tokens(self, index):
-        return int(self.sizes[index])
-
-    def size(self, index):
-        return int(self.sizes[index])
-
-    def ordered_indices(self):
-        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
-        return order[np.argsort(self.sizes[order], kind="mergesort")]
 
     def collater(self, samples):
         return collate(samples, self.dicts)

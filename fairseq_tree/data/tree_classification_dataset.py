@@ -14,9 +14,10 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
 
 from fairseq_tree.data.class_labels import NO_TARGET
+from fairseq_tree.data.sized_dataset import SizedDataset
 from fairseq_tree.data.tree_language_pair_dataset import collate_tree_side
 
 
@@ -42,28 +43,8 @@ def collate_classification(samples: Sequence[dict], pad_idx: int, label_pad_idx:
     }
 
 
-class _Batching(FairseqDataset):
-    """Length-based batching shared by both datasets: ``self.sizes`` = leaves + nodes of each sample, the
-    length the tree encoder attends over (``--max-tokens``, ``--max-positions``)."""
-
-    sizes: np.ndarray
-    shuffle: bool
-
-    def __len__(self):
-        return len(self.sizes)
-
-    def num_tokens(self, index):
-        return int(self.sizes[index])
-
-    def num_tokens_vec(self, indices):
-        return self.sizes[indices]
-
-    def size(self, index):
-        return int(self.sizes[index])
-
-    def ordered_indices(self):
-        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
-        return order[np.argsort(self.sizes[order], kind="mergesort")]
+class _Batching(SizedDataset):
+    """Both datasets: ``self.sizes`` = leaves + nodes of each sample, the length the tree encoder attends over."""
 
     def collater(self, samples):
         return collate_classification(samples, self.pad_idx, self.label_pad_idx)
