@@ -91,6 +91,19 @@ def get_parser() -> argparse.ArgumentParser:
                    help="lines per shard (the unit of parallel work and of resuming)")
     g.add_argument("--keep-work", action="store_true", help="keep DESTDIR/.work (per-shard intermediates)")
 
+    g = p.add_argument_group("sharded output (fairseq's DESTDIR/shard0:DESTDIR/shard1:... layout)")
+    g.add_argument("--num-shards", type=int, default=None, metavar="K",
+                   help="cut the training split into K parts of consecutive lines, written to DESTDIR/shard0 .. "
+                        "shard{K-1} (valid and test go whole into shard0); every shard directory holds the same "
+                        "dictionaries and codes. Without --shard-id: one command does all (see --launcher)")
+    g.add_argument("--shard-id", type=int, default=None, metavar="I",
+                   help="make only DESTDIR/shardI, independently of the other shards (one task of a job array), "
+                        "with the dictionaries and codes of a first --dict-only run into DESTDIR, or those given "
+                        "by --srcdict/--tgtdict/--labeldict/--bpe-codes")
+    g.add_argument("--dict-only", action="store_true",
+                   help="the first pass of --shard-id runs: parse and BPE the training split, learn the codes "
+                        "(--bpe-merges) and write the dictionaries into DESTDIR; no datasets")
+
     g = p.add_argument_group("classification (--task classification)")
     g.add_argument("--labels", choices=["nodes", "file"], default=None,
                    help="nodes: the SRC files hold class-labelled trees, a class on every node, preterminals "
@@ -107,7 +120,25 @@ def get_parser() -> argparse.ArgumentParser:
                         "syntax: the parser's constituent labels (POS tags on BPE nodes), --labels file only")
 
     add_backend_args(p)
+    from preprocess.launcher import add_launcher_args
+
+    add_launcher_args(p)
     return p
+
+
+def check_shard_args(args, parser: argparse.ArgumentParser) -> None:
+    """--num-shards / --shard-id / --dict-only / --launcher combinations."""
+    if args.num_shards is not None and args.num_shards < 1:
+        parser.error("--num-shards must be positive")
+    if args.shard_id is not None:
+        if args.num_shards is None:
+            parser.error("--shard-id goes with --num-shards")
+        if not 0 <= args.shard_id < args.num_shards:
+            parser.error(f"--shard-id must be in 0 .. {args.num_shards - 1}")
+    if args.dict_only and args.num_shards is not None:
+        parser.error("--dict-only is the first pass before the --shard-id runs: give it without --num-shards")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error("--jobs must be positive")
 
 
 def check_task_args(args, parser: argparse.ArgumentParser) -> None:
@@ -146,6 +177,7 @@ def cli_main(argv=None) -> int:
                         level=logging.INFO, stream=sys.stderr)
     args = get_parser().parse_args(argv)
     check_task_args(args, get_parser())
+    check_shard_args(args, get_parser())
     if args.bpe_codes and args.bpe_merges:
         get_parser().error("give --bpe-codes or --bpe-merges, not both")
     if args.parser in ("lal", "induced") and not args.parser_model:

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from typing import Callable, Dict, Iterable, List, Optional
 
+from preprocess import sharded_layout as layout
 from preprocess import stages
 from preprocess.stages import PreprocessError, Shard, StageConfig
 
@@ -61,52 +62,13 @@ def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str], clas
 
 
 # --------------------------------------------------------------------------------------------------
-# input indexing
-# --------------------------------------------------------------------------------------------------
-
-def index_file(path: str, shard_size: int) -> tuple:
-    """Line count and the byte offset of every ``shard_size``-th line (one streaming pass)."""
-    offsets = []
-    count = 0
-    pos = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if count % shard_size == 0:
-                offsets.append(pos)
-            pos += len(line)
-            count += 1
-    return count, offsets
-
-
-def make_shards(split: str, files: Dict[str, str], shard_size: int) -> List[Shard]:
-    counts = {}
-    offsets = {}
-    for role, path in files.items():
-        if not os.path.exists(path):
-            raise PreprocessError(f"{path}: no such file")
-        counts[role], offsets[role] = index_file(path, shard_size)
-    ref_role = "src"
-    for role, c in counts.items():
-        if c != counts[ref_role]:
-            short, long_ = (role, ref_role) if c < counts[ref_role] else (ref_role, role)
-            raise PreprocessError(
-                f"{files[short]}:{counts[short] + 1}: file ends after {counts[short]} lines, but "
-                f"{files[long_]} has {counts[long_]} lines (source and target must be parallel)")
-    n = counts[ref_role]
-    if n == 0:
-        raise PreprocessError(f"{files[ref_role]}: empty file")
-    return [Shard(split, i, i * shard_size + 1, min(shard_size, n - i * shard_size),
-                  {role: offsets[role][i] for role in files})
-            for i in range((n + shard_size - 1) // shard_size)]
-
-
-# --------------------------------------------------------------------------------------------------
 # running a stage over shards
 # --------------------------------------------------------------------------------------------------
 
 def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, init_args: tuple,
-               workers: int, workdir: str, suffix: str) -> List[dict]:
-    """Run ``func`` on every shard not yet done (its ``.json`` exists); return metas in shard order."""
+               workers: int, workdir: str, suffix: str, launcher: Optional[tuple] = None) -> List[dict]:
+    """Run ``func`` on every shard not yet done (its ``.json`` exists); return metas in shard order.
+    ``launcher``: ``(submitit executor, jobs)`` to run them as a job array (:mod:`preprocess.launcher`)."""
     from tqdm import tqdm
 
     todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
@@ -124,7 +86,11 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
             logger.info("%s: shard %s done, %d/%d lines (%.0f lines/s)", name, s.name, done, total,
                         done / max(time.perf_counter() - t0, 1e-9))
 
-        if workers <= 1 or len(todo) == 1:
+        if launcher is not None:
+            from preprocess.launcher import run_stage_jobs
+
+            run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1], progress)
+        elif workers <= 1 or len(todo) == 1:
             init(*init_args)
             for s in todo:
                 func(s)
@@ -151,6 +117,7 @@ def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> C
 
 def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
+            "num_shards", "shard_id", "dict_only", "srcdict", "tgtdict", "labeldict", "joined_dictionary",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
             "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "parser_model", "parser_data",
             "task", "labels", "num_classes", "class_names", "binary", "node_inputs"]
@@ -173,31 +140,33 @@ def _rate(n: int, seconds: float, workers: int) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 def run(args) -> dict:
+    """The whole pipeline (see the module docstring); with ``--num-shards`` the outputs go into fairseq's
+    sharded layout, with ``--shard-id`` one part of it is made, with ``--dict-only`` only the vocabularies
+    (:mod:`preprocess.sharded_layout`)."""
     t_start = time.perf_counter()
     classification = classification_options(args)
     label_suffix = args.target_lang if classification and classification["labels"] == "file" else None
     src, tgt = args.source_lang, (None if args.only_source or classification else args.target_lang)
     if not args.only_source and not classification and not tgt:
         raise PreprocessError("--target-lang is required unless --only-source is given")
+    parts, part = getattr(args, "num_shards", None) or 1, getattr(args, "shard_id", None)
+    dict_only = getattr(args, "dict_only", False)
     destdir = args.destdir
+    if part is not None:
+        layout.fix_vocabularies(args, destdir, src, tgt)
+        destdir = layout.shard_dir(destdir, part)
     os.makedirs(destdir, exist_ok=True)
     workdir = os.path.join(destdir, ".work")
 
-    files: Dict[str, Dict[str, str]] = {}
-    for split in SPLITS:
-        pref = getattr(args, f"{split}pref")
-        if not pref:
-            continue
-        roles = {"src": f"{pref}.{src}"}
-        if tgt or label_suffix:
-            roles["tgt"] = f"{pref}.{tgt or label_suffix}"
-        if args.parser == "given" and args.trees_dir:
-            roles["trees"] = os.path.join(args.trees_dir, f"{split}.{src}.trees")
-        files[split] = roles
+    files = input_files(args, src, tgt or label_suffix, dict_only)
     if "train" not in files and not (args.srcdict and (args.tgtdict or not tgt or args.joined_dictionary)):
         raise PreprocessError("--trainpref is required unless dictionaries are given")
-
-    shards = {split: make_shards(split, roles, args.shard_size) for split, roles in files.items()}
+    # {split: {part: shards}}: train cut into the parts, valid and test whole in part 0 (where fairseq reads them)
+    by_part = {split: layout.make_shards(split, roles, args.shard_size, parts if split == "train" else 1,
+                                         part if split == "train" else None)
+               for split, roles in files.items() if split == "train" or part in (None, 0)}
+    shards = {split: [s for p in sorted(ps) for s in ps[p]] for split, ps in by_part.items()}
+    files = {split: files[split] for split in shards}
 
     fp = _fingerprint(args, files)
     fp_path = os.path.join(workdir, "fingerprint")
@@ -214,13 +183,15 @@ def run(args) -> dict:
                       max_positions=args.max_positions, parser_options=parser_options(args),
                       parse_batch_size=args.parse_batch_size, classification=classification)
     all_shards = [s for split in files for s in shards[split]]
+    launcher = _launcher(args, destdir)
 
     # 1. parse
-    logger.info("parsing %d lines in %d shards with %s (%d workers)",
-                sum(s.num_lines for s in all_shards), len(all_shards), args.parser, args.workers)
+    logger.info("parsing %d lines in %d shards with %s (%s)", sum(s.num_lines for s in all_shards),
+                len(all_shards), args.parser, f"{launcher[1]} {args.launcher} jobs" if launcher
+                else f"{args.workers} workers")
     t0 = time.perf_counter()
     parse_metas = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
-                             args.workers, workdir, ".parsed.json")
+                             args.workers, workdir, ".parsed.json", launcher)
     wall = {"parse": time.perf_counter() - t0}
     by_split = _group(all_shards, parse_metas)
 
@@ -250,31 +221,87 @@ def run(args) -> dict:
     # 3. subwords
     t0 = time.perf_counter()
     bpe_metas = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
-                           args.workers, workdir, ".bpe.json")
+                           args.workers, workdir, ".bpe.json", launcher)
     wall["bpe"] = time.perf_counter() - t0
     bpe_by_split = _group(all_shards, bpe_metas)
 
     # 4. dictionaries
     dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", []))
-
-    # 5. binarize and merge
-    t0 = time.perf_counter()
-    bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
-                           (cfg, dict_paths), args.workers, workdir, ".bin.json")
-    bin_by_split = _group(all_shards, bin_metas)
-    merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification is not None)
-    wall["binarize"] = time.perf_counter() - t0
     if classification:
         scheme = stages.class_scheme(classification)
         stages.atomic_write_text(os.path.join(destdir, stages.CLASSIFICATION_JSON), scheme.to_json(
             labels=classification["labels"], node_inputs=classification["node_inputs"], unary=args.unary))
-
-    report = make_report(args, files, shards, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
-                         time.perf_counter() - t_start)
+    if dict_only:
+        report = dict_only_report(args, files, by_split, bpe_by_split, dict_paths, time.perf_counter() - t_start)
+    else:
+        # 5. binarize and merge (into DESTDIR, or each part into its shard directory)
+        t0 = time.perf_counter()
+        bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
+                               (cfg, dict_paths), args.workers, workdir, ".bin.json", launcher)
+        bin_by_split = _group(all_shards, bin_metas)
+        out_dir = (lambda p: destdir) if parts == 1 or part is not None else (lambda p: layout.shard_dir(destdir, p))
+        targets = {split: [(out_dir(p), ps[p]) for p in sorted(ps)] for split, ps in by_part.items()}
+        layout.copy_shared(destdir, dict_paths, sorted({d for ts in targets.values() for d, _ in ts}))
+        merge_outputs(targets, workdir, src, tgt, dict_paths, classification is not None)
+        wall["binarize"] = time.perf_counter() - t0
+        report = make_report(args, files, shards, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
+                             time.perf_counter() - t_start)
+        if parts > 1:
+            report["shards"] = {split: [{"dir": os.path.relpath(d, args.destdir), "first_line": ss[0].first_line,
+                                         "lines": sum(s.num_lines for s in ss)} for d, ss in ts]
+                                for split, ts in targets.items()}
     stages.atomic_write_text(os.path.join(destdir, "preprocess.json"), json.dumps(report, indent=1) + "\n")
     if not args.keep_work:
         shutil.rmtree(workdir)
+        if launcher and not args.launcher_dir:  # the jobs' logs; kept when a job failed (the error names them)
+            shutil.rmtree(launcher[0].folder, ignore_errors=True)
     return report
+
+
+def input_files(args, src: str, tgt_suffix: Optional[str], dict_only: bool) -> Dict[str, Dict[str, str]]:
+    """``{split: {role: path}}`` of the given prefixes (roles src, tgt, trees); the training split alone with
+    ``--dict-only``."""
+    files: Dict[str, Dict[str, str]] = {}
+    for split in ("train",) if dict_only else SPLITS:
+        pref = getattr(args, f"{split}pref")
+        if not pref:
+            continue
+        roles = {"src": f"{pref}.{src}"}
+        if tgt_suffix:
+            roles["tgt"] = f"{pref}.{tgt_suffix}"
+        if args.parser == "given" and args.trees_dir:
+            roles["trees"] = os.path.join(args.trees_dir, f"{split}.{src}.trees")
+        files[split] = roles
+    if dict_only and not files:
+        raise PreprocessError("--dict-only builds the vocabularies of the training split: give --trainpref")
+    return files
+
+
+def _launcher(args, destdir: str) -> Optional[tuple]:
+    """``(submitit executor, jobs per pass)`` for ``--launcher``, or None for local worker processes."""
+    if not getattr(args, "launcher", None):
+        return None
+    from preprocess.launcher import make_executor
+
+    folder = args.launcher_dir or os.path.join(destdir, ".launcher")
+    jobs = args.jobs or (args.num_shards if args.num_shards and args.shard_id is None else args.workers)
+    return make_executor(args, folder), jobs
+
+
+def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> dict:
+    """``--dict-only``'s preprocess.json: the vocabularies and what the training split gave them."""
+    from fairseq.data.dictionary import Dictionary
+
+    pm, bm = by_split["train"], bpe_by_split["train"]
+    skipped = sorted([e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]],
+                     key=lambda e: e["line"])
+    return {"command": {k: v for k, v in vars(args).items() if k != "func"}, "dict_only": True,
+            "dictionaries": {k: {"path": os.path.basename(p), "size": len(Dictionary.load(p))}
+                             for k, p in dict_paths.items()},
+            "splits": {"train": {"files": files["train"], "lines": sum(m["lines"] for m in pm),
+                                 "sentences": sum(m["kept"] for m in bm), "skipped": len(skipped),
+                                 "skipped_lines": skipped}},
+            "wall_seconds": round(total, 3)}
 
 
 def classification_options(args) -> Optional[dict]:
@@ -341,7 +368,10 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
     return paths
 
 
-def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification: bool = False) -> None:
+def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: Optional[str],
+                  dict_paths: Dict[str, str], classification: bool = False) -> None:
+    """Concatenate the work shards' datasets and trees: ``targets[split]`` lists ``(out_dir, shards)``, one
+    pair per output directory (DESTDIR, or each shard directory of the sharded layout)."""
     import numpy as np
     from fairseq.data.dictionary import Dictionary
 
@@ -352,17 +382,19 @@ def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification
     if tgt:
         dtypes["tgt"] = token_dtype(dicts["tgt"])
     dtypes.update({k: stages.TARGET_DTYPE for k in stages.TARGET_KEYS})
-    for split, split_shards in shards.items():
-        outs = output_prefixes(destdir, split, src, tgt, classification)
-        for key, out in outs.items():
-            merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out, dtypes[key])
-        trees_out = os.path.join(destdir, f"{split}.{src}.trees")
-        with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
-            for s in split_shards:
-                with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
-                    for line in f:
-                        fout.write(line.split("\t", 2)[1] + "\n")
-        os.replace(trees_out + ".tmp", trees_out)
+    for split, pairs in targets.items():
+        for out_dir, split_shards in pairs:
+            outs = output_prefixes(out_dir, split, src, tgt, classification)
+            for key, out in outs.items():
+                merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out,
+                               dtypes[key])
+            trees_out = os.path.join(out_dir, f"{split}.{src}.trees")
+            with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
+                for s in split_shards:
+                    with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
+                        for line in f:
+                            fout.write(line.split("\t", 2)[1] + "\n")
+            os.replace(trees_out + ".tmp", trees_out)
 
 
 def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
