@@ -18,6 +18,7 @@ setup(
         "sacrebleu>=2.0",
         "matplotlib",
         "tqdm",
+        "submitit>=1.5.4",
         "numpy",
     ],
     entry_points={
