@@ -12,10 +12,17 @@ import os
 import sys
 
 
-def add_backend_args(p: argparse.ArgumentParser) -> None:
-    """Options of the parser backends (``--parser-model``, ``--parser-data``, stanza's models); shared with
-    ``fairseq-tree-classify``, which parses raw text on the fly (:func:`preprocess.pipeline.parser_options`)."""
+def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
+    """Options of the parser backends (``--parser-model``, ``--parser-data``, ``--device``, stanza's models); shared
+    with ``fairseq-tree-classify``, which parses raw text on the fly (:func:`preprocess.pipeline.parser_options`)
+    and passes ``device=False``: its own ``--device`` (same checks) serves the classifier and the parser."""
+    from preprocess.parsers import device_arg
+
     g = p.add_argument_group("parser backends")
+    if device:
+        g.add_argument("--device", type=device_arg, default="cpu", metavar="cpu|cuda|cuda:N",
+                       help="where the parser runs (stanza, lal, induced): its model and batches; asking for CUDA "
+                            "where torch sees none is an error before any work starts")
     g.add_argument("--parser-model", metavar="CKPT",
                    help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags); with --parser "
                         "induced: a tree_induction checkpoint")

@@ -313,13 +313,16 @@ def classification_options(args) -> Optional[dict]:
 
 
 def parser_options(args) -> dict:
+    """The picklable keyword arguments of ``build_parser(args.parser, ...)`` (``{}`` for ``given``)."""
+    device = getattr(args, "device", None) or "cpu"
     if args.parser in ("lal", "induced"):
-        return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size}
+        return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size,
+                "device": device}
     if args.parser != "stanza":
         return {}
     return {"pos_model": args.stanza_pos_model, "constituency_model": args.stanza_constituency_model,
             "pretrain": args.stanza_pretrain, "model_dir": args.stanza_model_dir,
-            "download": args.stanza_download, "batch_size": args.stanza_batch_size}
+            "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device}
 
 
 def _group(shards: List[Shard], metas: List[dict]) -> Dict[str, List[dict]]:

@@ -294,20 +294,33 @@ def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
 
 
 def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[object]:
-    """Parse in batches; a sentence the parser fails on yields its exception, the rest still parse."""
+    """Parse in calls of ``batch_size`` sentences of similar length (sorted by length over the whole list), results
+    in input order; a sentence the parser fails on yields its ParseError (``index``: its position in
+    ``sentences``), the rest still parse."""
+    from preprocess.parsers import ParseError, length_batches
+
+    out: List[object] = [None] * len(sentences)
+    for idx in length_batches([len(s) for s in sentences], batch_size):
+        for i, result in zip(idx, _parse_call(parser, [sentences[i] for i in idx])):
+            out[i] = ParseError(i, result.message) if isinstance(result, ParseError) else result
+    return out
+
+
+def _parse_call(parser, batch: List[List[str]]) -> List[object]:
+    """``parser.parse_all(batch)``; for a backend with ``parse`` only, parse again after each ParseError."""
     from preprocess.parsers import ParseError
 
+    if hasattr(parser, "parse_all"):
+        return parser.parse_all(batch)
     out: List[object] = []
-    for start in range(0, len(sentences), batch_size):
-        batch = sentences[start:start + batch_size]
-        while batch:
-            try:
-                out.extend(parser.parse(batch))
-                batch = []
-            except ParseError as e:
-                out.extend(parser.parse(batch[:e.index]) if e.index else [])
-                out.append(e)
-                batch = batch[e.index + 1:]
+    while batch:
+        try:
+            out.extend(parser.parse(batch))
+            batch = []
+        except ParseError as e:
+            out.extend(parser.parse(batch[:e.index]) if e.index else [])
+            out.append(e)
+            batch = batch[e.index + 1:]
     return out
 
 

@@ -44,8 +44,8 @@ class Example:
 
 
 class Classifier:
-    """A loaded checkpoint. ``device``: ``cpu`` or ``cuda``; batches hold at most ``max_tokens`` padded leaves +
-    nodes and ``batch_size`` sentences."""
+    """A loaded checkpoint. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here); batches
+    hold at most ``max_tokens`` padded leaves + nodes and ``batch_size`` sentences."""
 
     def __init__(self, path: str, data: Optional[str] = None, device: str = "cpu", max_tokens: int = 4096,
                  batch_size: int = 256):
@@ -53,7 +53,9 @@ class Classifier:
         from fairseq import checkpoint_utils
 
         from preprocess.bpe import Segmenter
+        from preprocess.parsers import check_device
 
+        check_device(device)
         models, _, task = checkpoint_utils.load_model_ensemble_and_task(
             [path], arg_overrides={"data": data} if data else {})
         self.model, self.task = models[0].to(device).eval(), task

@@ -24,6 +24,7 @@ logger = logging.getLogger("fairseq_tree.classify")
 
 def get_parser() -> argparse.ArgumentParser:
     from preprocess.cli import add_backend_args
+    from preprocess.parsers import device_arg
 
     p = argparse.ArgumentParser(prog="fairseq-tree-classify",
                                 description="Classify sentences (trees or raw text) with a tree_classification "
@@ -43,7 +44,9 @@ def get_parser() -> argparse.ArgumentParser:
                    help="Table 4 of Nguyen et al. 2020: per layer and overall, the %% of the attention mass of "
                         "root, node and leaf queries on nodes (the rest on leaves)")
     p.add_argument("--data", metavar="DIR", help="data directory (default: the one recorded in the checkpoint)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--device", type=device_arg, default="cpu", metavar="cpu|cuda|cuda:N",
+                   help="where the classifier and the raw-text parser (--parser) run; CUDA where torch sees none "
+                        "is an error before any work starts")
     p.add_argument("--max-tokens", type=int, default=4096, metavar="N", help="leaves + nodes per batch")
     p.add_argument("--batch-size", type=int, default=256, metavar="N", help="sentences per batch")
     g = p.add_argument_group("raw text")
@@ -51,7 +54,7 @@ def get_parser() -> argparse.ArgumentParser:
     g.add_argument("--tokenize", choices=["moses", "none"], default="moses",
                    help="as fairseq-tree-preprocess: moses (PTB conventions) or whitespace")
     g.add_argument("--parse-batch-size", type=int, default=256, metavar="N", help="sentences per parser call")
-    add_backend_args(p)
+    add_backend_args(p, device=False)  # --device above serves the parser too
     return p
 
 

@@ -2,11 +2,18 @@
 
 A backend is an object with ``parse(sentences: list[list[str]]) -> list[str]`` that returns one PTB
 bracket string (one line, ``(`` / ``)`` in words escaped as ``-LRB-`` / ``-RRB-``) per input sentence,
-and raises :class:`ParseError` naming the first sentence of the batch it could not parse.
+and raises :class:`ParseError` naming the first sentence (in input order) it could not parse. Our backends
+(:class:`BatchedBackend`) also have ``parse_all``, which returns a :class:`ParseError` in place of each
+sentence it could not parse and the trees of all the others.
+
+Batching: a backend parses its input in batches of ``batch_size`` sentences of similar length (sorted by
+length, so fewer pad positions; ``sort_by_length=False`` keeps the input order, for benchmarks) and returns
+the results in input order. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`check_device`).
 Backends are imported lazily: importing this package does not import stanza or torch.
 """
 
-from typing import Any, Dict
+import re
+from typing import Any, Dict, List, Sequence, Union
 
 
 class ParseError(Exception):
@@ -21,7 +28,118 @@ class ParseError(Exception):
         return f"sentence {self.index} of the batch: {self.message}"
 
 
-class CheckpointBackend:
+_DEVICE = re.compile(r"(cpu|cuda(?::(\d+))?)")
+
+
+def check_device(device: str) -> str:
+    """``device`` if it is ``cpu``, ``cuda`` or ``cuda:N`` and usable here; else ValueError saying why (malformed;
+    CUDA asked for where ``torch.cuda.is_available()`` is False; ``N`` not below the GPU count). Imports torch
+    only for ``cuda``."""
+    m = _DEVICE.fullmatch(device or "")
+    if not m:
+        raise ValueError(f"--device {device!r}: expected cpu, cuda or cuda:N")
+    if device == "cpu":
+        return device
+    import torch
+
+    if not torch.cuda.is_available():
+        built = torch.version.cuda is not None
+        raise ValueError(f"--device {device}: CUDA is not available on this machine (torch {torch.__version__}, "
+                         f"{'built with CUDA ' + torch.version.cuda + ' but no GPU visible' if built else 'a CPU-only build'}"
+                         "); use --device cpu")
+    index = int(m.group(2) or 0)
+    if index >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
+    return device
+
+
+def device_arg(value: str) -> str:
+    """argparse ``type=`` for ``--device``: :func:`check_device`, so a bad device stops the CLI before any work."""
+    import argparse
+
+    try:
+        return check_device(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, sort: bool = True) -> List[List[int]]:
+    """Indices into ``lengths`` in batches of at most ``batch_size``: by increasing length (stable, so equal
+    lengths keep their input order) when ``sort``, else in input order. Every index appears exactly once."""
+    if batch_size < 1:
+        raise ValueError(f"batch size must be positive, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lengths.__getitem__) if sort else list(range(len(lengths)))
+    return [order[a:a + batch_size] for a in range(0, len(order), batch_size)]
+
+
+Result = Union[str, ParseError]
+
+
+class BatchedBackend:
+    """``parse`` / ``parse_all`` over length-sorted batches, for backends that define
+
+    * ``prepare(sentence) -> item``: checks one token list (raises ValueError with the reason) and converts it;
+    * ``parse_batch(items) -> list of bracket strings or Exceptions`` (one per item, in the given order) for at most
+      :meth:`call_size` items; raising means the batch failed as a whole, and its sentences are then parsed one
+      by one to find the bad ones;
+    * attributes ``batch_size`` (sentences per model batch) and ``sort_by_length``.
+    """
+
+    batch_size: int = 64
+    sort_by_length: bool = True
+
+    def prepare(self, sentence: Sequence[str]) -> Any:
+        raise NotImplementedError
+
+    def parse_batch(self, items: List[Any]) -> List[Union[str, Exception]]:
+        raise NotImplementedError
+
+    def call_size(self, n: int) -> int:
+        """Sentences per ``parse_batch`` call when parsing ``n`` (a backend whose model sorts and batches by
+        itself may take them all at once): ``batch_size``."""
+        return self.batch_size
+
+    def describe(self, e: Exception) -> str:
+        return f"{type(e).__name__}: {e}"
+
+    def parse_all(self, sentences: Sequence[Sequence[str]]) -> List[Result]:
+        """One bracket string per sentence, or a :class:`ParseError` (``index``: its position in ``sentences``)."""
+        out: List[Result] = [""] * len(sentences)
+        good, items = [], []
+        for i, s in enumerate(sentences):
+            try:
+                items.append(self.prepare(s))
+                good.append(i)
+            except ValueError as e:
+                out[i] = ParseError(i, str(e))
+        for batch in length_batches([len(sentences[i]) for i in good], self.call_size(len(good)),
+                                    self.sort_by_length):
+            for k, r in zip(batch, self._parse_or_localise([items[k] for k in batch])):
+                out[good[k]] = ParseError(good[k], r.message) if isinstance(r, ParseError) else r
+        return out
+
+    def parse(self, sentences: Sequence[Sequence[str]]) -> List[str]:
+        """One bracket string per sentence; raises the :class:`ParseError` of the first bad sentence."""
+        out = self.parse_all(sentences)
+        for r in out:
+            if isinstance(r, ParseError):
+                raise r
+        return out  # type: ignore[return-value]
+
+    def _parse_or_localise(self, items: List[Any]) -> List[Result]:
+        """``parse_batch`` with each failure as a ParseError (index -1: the caller knows the position)."""
+        try:
+            results = self.parse_batch(items)
+            if len(results) != len(items):
+                raise RuntimeError(f"{len(results)} results for {len(items)} sentences")
+        except Exception as batch_error:  # the batch failed as a whole: sentence by sentence
+            if len(items) == 1:
+                return [ParseError(-1, self.describe(batch_error))]
+            return [r for item in items for r in self._parse_or_localise([item])]
+        return [ParseError(-1, self.describe(r)) if isinstance(r, Exception) else r for r in results]
+
+
+class CheckpointBackend(BatchedBackend):
     """Base of the backends that load one of our checkpoints (``lal``, ``induced``): ``__init__`` stores its keyword
     arguments in ``self.options``; pickling keeps only them, so each worker process reloads the checkpoint."""
 
@@ -60,4 +178,5 @@ def build_parser(name: str, **options: Dict[str, Any]):
     return get_parser_class(name).from_options(**options)
 
 
-__all__ = ["ParseError", "CheckpointBackend", "BACKENDS", "get_parser_class", "build_parser"]
+__all__ = ["ParseError", "BatchedBackend", "CheckpointBackend", "BACKENDS", "get_parser_class", "build_parser",
+           "check_device", "device_arg", "length_batches"]

@@ -1,8 +1,10 @@
 """Constituency trees induced without supervision by our own ``tree_induction`` checkpoints
 (``constituent_transformer``, ``structformer``): ``--parser induced --parser-model CKPT``.
 
-``InducedBackend.from_options(model=CKPT, data=None, batch_size=64, device='cpu', num_threads=None)``;
-``parse(list of token lists) -> list of one-line brackets``.
+``InducedBackend.from_options(model=CKPT, data=None, batch_size=64, device='cpu', num_threads=None,
+sort_by_length=True)``; ``parse(list of token lists) -> list of one-line brackets``, in length-sorted batches of
+``batch_size`` sentences on ``device`` (the model and every batch; the structure maps are taken in fp32 and the
+trees read off them on the CPU, see the models' ``induce``), results in input order.
 
 The models were trained on words only (punctuation removed, normalised as the checkpoint's task says:
 lower-cased and digits -> ``N`` unless trained ``--eval-keep-case`` / ``--eval-keep-digits``). So a sentence's
@@ -16,9 +18,9 @@ Pickling keeps only the options, so worker processes reload the checkpoint.
 
 import logging
 import re
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple, Union
 
-from preprocess.parsers import CheckpointBackend, ParseError
+from preprocess.parsers import CheckpointBackend, check_device
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +44,12 @@ def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_sp
 
 class InducedBackend(CheckpointBackend):
     def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
-                 num_threads: Optional[int] = None):
+                 num_threads: Optional[int] = None, sort_by_length: bool = True):
         if not model:
             raise ValueError("--parser induced needs a checkpoint (--parser-model CKPT)")
-        self.options = dict(model=model, data=data, batch_size=batch_size, device=device, num_threads=num_threads)
+        self.options = dict(model=model, data=data, batch_size=batch_size, device=device, num_threads=num_threads,
+                            sort_by_length=sort_by_length)
+        check_device(device)
         import torch
 
         from fairseq_tree.evaluation.induce_cli import load
@@ -57,31 +61,39 @@ class InducedBackend(CheckpointBackend):
             raise ValueError(f"{model}: {type(self.model).__name__} induces no structure")
         self.lowercase = not getattr(self.task.cfg, "eval_keep_case", False)
         self.digits = not getattr(self.task.cfg, "eval_keep_digits", False)
-        self.batch_size, self.device = int(batch_size), device
+        self.batch_size, self.device, self.sort_by_length = int(batch_size), device, bool(sort_by_length)
+        self.max_words = self.model.max_positions() - 2
 
-    def parse(self, sentences: Sequence[Sequence[str]]) -> List[str]:
+    def prepare(self, sentence: Sequence[str]) -> Tuple[List[str], List[int], List[str]]:
+        """A token list -> (tokens, positions of its words, the normalised words); ValueError if unparsable."""
         from fairseq_tree.data.induction_text import normalize_word
+
+        if not sentence:
+            raise ValueError("empty sentence")
+        tokens = [_UNESCAPE_INPUT.get(t, t) for t in sentence]
+        pos = [k for k, t in enumerate(tokens) if _WORDLIKE.search(t)]
+        if len(pos) > self.max_words:
+            raise ValueError(f"{len(pos)} words: longer than the model's --max-positions - 2 = {self.max_words}")
+        return tokens, pos, [normalize_word(sentence[k], self.lowercase, self.digits) for k in pos]
+
+    def parse_batch(self, items) -> List[Union[str, Exception]]:
+        """At most ``batch_size`` prepared sentences -> brackets (or the ValueError of a tree that cannot be
+        lifted): one padded batch [B, max words + 2] through ``model.induce``."""
         from fairseq_tree.evaluation.induce_cli import induce_all
         from fairseq_tree.trees import to_brackets
 
-        max_words = self.model.max_positions() - 2
-        positions, words = [], []
-        for i, s in enumerate(sentences):
-            if not s:
-                raise ParseError(i, "empty sentence")
-            pos = [k for k, t in enumerate(s) if _WORDLIKE.search(_UNESCAPE_INPUT.get(t, t))]
-            if len(pos) > max_words:
-                raise ParseError(i, f"{len(pos)} words: longer than the model's --max-positions - 2 = {max_words}")
-            positions.append(pos)
-            words.append([normalize_word(s[k], self.lowercase, self.digits) for k in pos])
-        spans, _, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device)
-        out = []
-        for i, s in enumerate(sentences):
+        spans, _, _ = induce_all(self.model, self.task, [w for _, _, w in items], self.batch_size,
+                                 device=self.device)
+        out: List[Union[str, Exception]] = []
+        for (tokens, pos, _), sp in zip(items, spans):
             try:
-                out.append(to_brackets(tokens_to_tree([_UNESCAPE_INPUT.get(t, t) for t in s], positions[i], spans[i])))
+                out.append(to_brackets(tokens_to_tree(tokens, pos, sp)))
             except ValueError as e:
-                raise ParseError(i, f"induced tree: {e}") from None
+                out.append(ValueError(f"induced tree: {e}"))
         return out
+
+    def describe(self, e: Exception) -> str:
+        return str(e) if isinstance(e, ValueError) else super().describe(e)
 
 
 __all__ = ["InducedBackend", "tokens_to_tree"]
