@@ -43,6 +43,18 @@ def add_launcher_args(p: argparse.ArgumentParser) -> None:
                    help="a shell line run before each job (e.g. 'source venv/bin/activate'); repeatable")
 
 
+def slurm_parameters(args) -> dict:
+    """The sbatch parameters of ``--slurm-*`` (submitit's ``SlurmExecutor.update_parameters`` names)."""
+    params = {"time": args.slurm_time, "cpus_per_task": args.slurm_cpus_per_task or args.workers,
+              "array_parallelism": args.slurm_array_parallelism, "job_name": "fairseq-tree-preprocess",
+              "setup": list(args.slurm_setup)}
+    optional = {"partition": args.slurm_partition, "account": args.slurm_account,
+                "gpus_per_node": args.slurm_gpus_per_node or None,
+                "mem": f"{args.slurm_mem_gb}GB" if args.slurm_mem_gb else None}
+    params.update({k: v for k, v in optional.items() if v is not None})
+    return params
+
+
 def make_executor(args, folder: str):
     """A submitit executor for ``args.launcher`` whose jobs log into ``folder``."""
     import submitit
@@ -51,15 +63,11 @@ def make_executor(args, folder: str):
         executor = submitit.LocalExecutor(folder=folder)
         executor.update_parameters(timeout_min=args.slurm_time)
         return executor
-    executor = submitit.SlurmExecutor(folder=folder)
-    params = {"time": args.slurm_time, "cpus_per_task": args.slurm_cpus_per_task or args.workers,
-              "array_parallelism": args.slurm_array_parallelism, "job_name": "fairseq-tree-preprocess",
-              "setup": list(args.slurm_setup)}
-    optional = {"partition": args.slurm_partition, "account": args.slurm_account,
-                "gpus_per_node": args.slurm_gpus_per_node or None,
-                "mem": f"{args.slurm_mem_gb}GB" if args.slurm_mem_gb else None}
-    params.update({k: v for k, v in optional.items() if v is not None})
-    executor.update_parameters(**params)
+    try:
+        executor = submitit.SlurmExecutor(folder=folder)
+    except RuntimeError as e:  # no srun/sbatch on this machine
+        raise PreprocessError(f"--launcher slurm: {e} (--launcher local runs the same jobs here)") from None
+    executor.update_parameters(**slurm_parameters(args))
     return executor
 
 

@@ -147,3 +147,26 @@ def test_fairseq_train_reads_the_shards_in_turn(three_shards, tmp_path):
     # fairseq loads the next epoch's shard when an epoch ends: after epoch 3, shard0 again (round robin)
     assert loaded == [f"{three_shards}/shard{i} train en-xx {n} examples"
                       for i, n in ((0, 40), (1, 40), (2, 41), (0, 40))]
+
+
+def test_slurm_parameters_reach_the_sbatch_script():
+    """--slurm-* flags -> the #SBATCH lines submitit writes (no cluster here: its own script writer is used)."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    from preprocess.cli import get_parser
+    from preprocess.launcher import slurm_parameters
+
+    args = get_parser().parse_args(["-s", "en", "--launcher", "slurm", "--workers", "4", "--slurm-partition", "gpu",
+                                    "--slurm-gpus-per-node", "1", "--slurm-time", "90", "--slurm-mem-gb", "32",
+                                    "--slurm-setup", "source venv/bin/activate"])
+    text = _make_sbatch_string("python -m job", folder="/tmp/x", **slurm_parameters(args))
+    for line in ("#SBATCH --partition=gpu", "#SBATCH --time=90", "#SBATCH --cpus-per-task=4", "#SBATCH --mem=32GB",
+                 "#SBATCH --gpus-per-node=1", "#SBATCH --job-name=fairseq-tree-preprocess", "source venv/bin/activate"):
+        assert line in text, line
+    assert "--account" not in text
+
+
+def test_slurm_launcher_without_a_cluster_fails_before_any_work(corpus, tmp_path):
+    proc = run_cli(*common(corpus, tmp_path / "bin", "--num-shards", "2", "--launcher", "slurm"), ok=False)
+    assert proc.returncode == 1 and "--launcher slurm: Could not detect" in proc.stderr
+    assert not (tmp_path / "bin" / ".work").exists() or not any((tmp_path / "bin" / ".work").glob("*.json"))
