@@ -56,6 +56,16 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     conllu = (fifty / "out" / "t.conllu").read_text(encoding="utf-8")
     assert conllu.count("# sent_id") == 50
     assert (fifty / "out" / "t.attention.png").stat().st_size > 1000
+    # the hub interface parses as the CLI does (words and tags of the input trees)
+    from fairseq_tree.evaluation.parse_cli import read_input
+    from fairseq_tree.models.lal_parser import LALParserModel
+
+    words, tags, _ = read_input(str(fifty / "t.mrg"))
+    hub = LALParserModel.from_pretrained(str(overfit_ckpt.parent), overfit_ckpt.name)
+    parses = hub.parse(words, tags)
+    assert [p.brackets() for p in parses] == trees
+    assert [p.heads for p in parses] == [[int(r.split("\t")[6]) for r in block.splitlines() if r[:1].isdigit()]
+                                         for block in conllu.strip().split("\n\n")]
 
 
 @pytest.fixture(scope="module")

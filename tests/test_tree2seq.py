@@ -191,6 +191,17 @@ def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
 
     ref = Tokenizer("moses", "xx")((PTB / "valid.txt").read_text().splitlines()[0].lower())
     assert hyp == [" ".join(ref)]
+    # the hub interface gives fairseq-interactive's detokenized translations (D- lines with --tokenizer moses)
+    from fairseq_tree.models.tree2seq_transformer import Tree2SeqModel
+
+    trees = (PTB / "valid.mrg").read_text().splitlines()[:4]
+    out = _sh(BIN / "fairseq-interactive", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+              "--path", ckpt / "checkpoint_last.pt", "--beam", "5", "--cpu", "--remove-bpe", "--tokenizer", "moses",
+              "-s", "en", "-t", "xx", stdin="\n".join(trees) + "\n")
+    cli = [line.split("\t")[2] for line in out.splitlines() if line.startswith("D-")]
+    hub = Tree2SeqModel.from_pretrained(str(ckpt), "checkpoint_last.pt", str(data_bin))
+    assert hub.translate(trees, beam=5) == cli and len(cli) == 4
+    assert hub.translate(trees[1], beam=5) == cli[1]
 
 
 def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):

@@ -305,6 +305,11 @@ def test_tree_classifier_end_to_end(sst, trained):
     assert all(layer["leaf"] == 0.0 for layer in share["layers"])  # subtree mask: leaf queries see leaves only
     assert all(0 < layer["root"] < 100 and 0 < layer["node"] < 100 for layer in share["layers"])
     assert "attention mass on nodes" in proc.stderr
+    # the hub interface classifies as the CLI does
+    from fairseq_tree.models.tree_classifier import TreeClassifierModel
+
+    hub = TreeClassifierModel.from_pretrained(str(save), "checkpoint_last.pt")
+    assert hub.classify((sst / "dev.txt").read_text(encoding="utf-8").splitlines()) == preds
 
 
 def test_binary_view_of_a_five_class_model(sst, trained, tmp_path):

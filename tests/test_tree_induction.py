@@ -152,6 +152,13 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
     from fairseq_tree.evaluation.unsupervised import read_gold
 
     assert scores["perplexity"]["words"] == sum(len(g) for g in read_gold(str(corpus / "gold.mrg")))  # each word once
+    # the hub interface induces the CLI's trees from the same (unnormalised) words
+    from fairseq_tree.models.constituent_transformer import ConstituentTransformerModel
+
+    hub = ConstituentTransformerModel.from_pretrained(str(ckpt.parent), ckpt.name)
+    gold = read_gold(str(corpus / "gold.mrg"))
+    induced = hub.induce([g.raw_words for g in gold])
+    assert [x["tree"] for x in induced] == trees and all(x["heads"] is None for x in induced)
 
 
 def test_structformer_train_validate_induce(corpus, tmp_path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -228,6 +228,54 @@ def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
             counts[layer, g] = float(mask.sum())
     keys = np.array([float(tree.leaf_mask.sum()), float(tree.node_mask.sum())])
     return sums, counts, keys
+
+
+class InputError(ValueError):
+    """Bad input sentence number ``index`` (0-based) of a list: the CLI names its file and line."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(f"sentence {index + 1}: {message}")
+        self.index, self.message = index, message
+
+
+def detect_format(text: str, scheme: ClassScheme) -> str:
+    """``sst`` (a class-labelled tree), ``brackets`` (a syntactic tree) or ``raw`` (text), from one sentence."""
+    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets
+
+    if not text.startswith("("):
+        return "raw"
+    try:
+        labelled_tree_from_brackets(text, scheme.names)
+        return "sst"
+    except TreeFormatError:
+        return "brackets"
+
+
+def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassScheme, input_format: str = "auto",
+                        parse: Optional[Callable[[List[str]], List[str]]] = None,
+                        labels: Optional[Sequence[str]] = None) -> Tuple[List[Example], str]:
+    """Sentences -> (examples, format). ``input_format``: sst, brackets, raw (``parse``: raw texts -> bracketed
+    trees) or auto (:func:`detect_format` of the first sentence); ``labels``: gold classes of brackets/raw
+    input. :class:`InputError` names the sentence of a bad input."""
+    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets, tree_from_brackets
+
+    fmt = input_format if input_format != "auto" else detect_format(texts[0], scheme)
+    if fmt == "sst" and labels:
+        raise ValueError("class-labelled (sst) input carries its own gold labels: no --labels")
+    if fmt == "raw":
+        if parse is None:
+            raise ValueError("raw text input needs a parser")
+        texts = parse(list(texts))
+    examples = []
+    for k, (text, label) in enumerate(zip(texts, labels or [None] * len(texts))):
+        try:
+            if fmt == "sst":
+                examples.append(clf.example(labelled_tree_from_brackets(text, scheme.names), scheme, labelled=True))
+            else:
+                examples.append(clf.example(tree_from_brackets(text, unary=clf.info["unary"]), scheme, label))
+        except (TreeFormatError, ValueError) as e:
+            raise InputError(k, str(getattr(e, "message", e))) from None
+    return examples, fmt
 
 
 def read_lines(path: str) -> Iterable[Tuple[int, str]]:

@@ -17,7 +17,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import List, Optional
+from typing import List
 
 logger = logging.getLogger("fairseq_tree.classify")
 
@@ -58,18 +58,6 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _detect(text: str, scheme) -> str:
-    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets
-
-    if not text.startswith("("):
-        return "raw"
-    try:
-        labelled_tree_from_brackets(text, scheme.names)
-        return "sst"
-    except TreeFormatError:
-        return "brackets"
-
-
 def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
     from fairseq_tree.evaluation.classify import read_lines
 
@@ -107,27 +95,17 @@ def _parse_raw(path: str, lines, args) -> List[str]:
 
 def read_examples(clf, args, scheme):
     """The examples of ``args.input`` (see the module docstring); ``ValueError`` FILE:LINE on bad input."""
-    from fairseq_tree.evaluation.classify import read_lines
-    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets, tree_from_brackets
+    from fairseq_tree.evaluation.classify import InputError, examples_from_texts, read_lines
 
     lines = list(read_lines(args.input))
     if not lines:
         raise ValueError(f"{args.input}: empty file")
-    fmt = args.input_format if args.input_format != "auto" else _detect(lines[0][1], scheme)
-    if fmt == "sst" and args.labels:
-        raise ValueError("class-labelled (sst) input carries its own gold labels: no --labels")
-    labels: List[Optional[str]] = (_gold_labels(args.labels, scheme, len(lines), args.input) if args.labels
-                                   else [None] * len(lines))
-    texts = _parse_raw(args.input, lines, args) if fmt == "raw" else [t for _, t in lines]
-    examples = []
-    for (lineno, _), text, label in zip(lines, texts, labels):
-        try:
-            if fmt == "sst":
-                examples.append(clf.example(labelled_tree_from_brackets(text, scheme.names), scheme, labelled=True))
-            else:
-                examples.append(clf.example(tree_from_brackets(text, unary=clf.info["unary"]), scheme, label))
-        except (TreeFormatError, ValueError) as e:
-            raise ValueError(f"{args.input}:{lineno}: {getattr(e, 'message', e)}") from None
+    labels = _gold_labels(args.labels, scheme, len(lines), args.input) if args.labels else None
+    try:
+        examples, fmt = examples_from_texts(clf, [t for _, t in lines], scheme, args.input_format,
+                                            lambda texts: _parse_raw(args.input, lines, args), labels)
+    except InputError as e:
+        raise ValueError(f"{args.input}:{lines[e.index][0]}: {e.message}") from None
     logger.info("%s: %d sentences (%s)", args.input, len(examples), fmt)
     return examples
 

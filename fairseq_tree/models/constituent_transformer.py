@@ -43,6 +43,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.modules.constituent_attention import (PARSE_METHODS, ConstituentSelfAttention, parse_links,
@@ -139,9 +140,11 @@ class ConstituentTransformerEncoder(FairseqEncoder):
 
 
 @register_model("constituent_transformer")
-class ConstituentTransformerModel(FairseqEncoderModel):
+class ConstituentTransformerModel(FromPretrained, FairseqEncoderModel):
     """Masked-LM Tree Transformer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra);
     ``induce`` -> :class:`InducedStructure`."""
+
+    HUB_INTERFACE = "InductionHubInterface"  # from_pretrained -> fairseq_tree.hub.InductionHubInterface
 
     @staticmethod
     def add_args(parser):

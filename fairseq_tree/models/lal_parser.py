@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from torch import Tensor
 
+from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import set_default
 from fairseq_tree.modules.chart import cky, eisner
 from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
@@ -67,7 +68,9 @@ class Biaffine(nn.Module):
 
 
 @register_model("lal_parser")
-class LALParserModel(BaseFairseqModel):
+class LALParserModel(FromPretrained, BaseFairseqModel):
+    HUB_INTERFACE = "ParserHubInterface"  # from_pretrained -> fairseq_tree.hub.ParserHubInterface
+
     @staticmethod
     def add_args(parser):
         a = parser.add_argument

@@ -52,6 +52,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
+from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.modules.dependency_attention import RELATIONS, DependencyAttention, dependency_relations
@@ -152,9 +153,11 @@ class StructFormerEncoder(FairseqEncoder):
 
 
 @register_model("structformer")
-class StructFormerModel(FairseqEncoderModel):
+class StructFormerModel(FromPretrained, FairseqEncoderModel):
     """Masked-LM StructFormer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra);
     ``induce`` -> :class:`InducedStructure` (spans and heads)."""
+
+    HUB_INTERFACE = "InductionHubInterface"  # from_pretrained -> fairseq_tree.hub.InductionHubInterface
 
     @staticmethod
     def add_args(parser):

@@ -31,6 +31,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor
 
+from fairseq_tree.hub import FromPretrained
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import TreeStructure
 
@@ -238,7 +239,7 @@ class Tree2SeqDecoder(TransformerDecoderBase):
 # --------------------------------------------------------------------------------------------------
 
 @register_model("tree2seq")
-class Tree2SeqModel(TransformerModel):
+class Tree2SeqModel(FromPretrained, TransformerModel):
     """Tree-to-sequence Transformer (see the module docstring); data from ``--task tree_translation``."""
 
     @staticmethod

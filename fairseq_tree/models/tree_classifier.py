@@ -27,6 +27,7 @@ from fairseq.models.roberta.model import RobertaClassificationHead
 from fairseq.models.transformer import TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
+from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree_args, tree_defaults
 from fairseq_tree.modules.tree_structure import TreeStructure
 
@@ -60,8 +61,10 @@ def root_positions(tree: TreeStructure) -> Tensor:
 
 
 @register_model("tree_classifier")
-class TreeClassifierModel(BaseFairseqModel):
+class TreeClassifierModel(FromPretrained, BaseFairseqModel):
     """The tree2seq encoder + a classification head on every leaf and node (see the module docstring)."""
+
+    HUB_INTERFACE = "ClassifierHubInterface"  # from_pretrained -> fairseq_tree.hub.ClassifierHubInterface
 
     def __init__(self, args, encoder: Tree2SeqEncoder, head: RobertaClassificationHead):
         super().__init__()
@@ -103,8 +106,10 @@ class TreeClassifierModel(BaseFairseqModel):
 
 
 @register_model("transformer_classifier")
-class TransformerClassifierModel(BaseFairseqModel):
+class TransformerClassifierModel(FromPretrained, BaseFairseqModel):
     """Baseline: fairseq's TransformerEncoder over ``<s> w_1 .. w_n`` and the head on ``<s>``."""
+
+    HUB_INTERFACE = "ClassifierHubInterface"
 
     def __init__(self, args, encoder: TransformerEncoder, head: RobertaClassificationHead):
         super().__init__()
