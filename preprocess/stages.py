@@ -316,56 +316,81 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
 # --------------------------------------------------------------------------------------------------
 
 def bpe_shard(shard: Shard) -> dict:
-    """Rows ``lineno, compact subword tree (4 fields), target pieces`` for the kept lines."""
+    """Rows ``lineno, compact subword tree (4 fields), target pieces`` for the kept lines.
+
+    The shard's new word types are segmented in one batch first (:meth:`Segmenter.prepare`); a sentence
+    then only looks its words up, and only a sentence with a split source word is rebuilt as a tree.
+    """
     cfg: StageConfig = _STATE["cfg"]
     segment = _STATE["segment"]
     paths = cfg.paths[shard.split]
     errors = _Errors(cfg.on_error)
     base = os.path.join(cfg.workdir, shard.name)
     t0 = time.perf_counter()
-    counts = {"src": Counter(), "tgt": Counter(), "labels": Counter()}
-    train = shard.split == "train"
-    rows = []
-    kept = 0
-    with open(base + ".parsed.tsv", encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            if fields[7]:  # skipped in stage 1
-                continue
-            lineno = int(fields[0])
-            words = fields[2].split(" ")
-            if segment.split_words(words) is None:  # no word split: the compact tree stays as it is
-                labels = fields[4].split(" ") if fields[4] else []
-                compact = "\t".join(fields[2:6])
-            else:
-                tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
-                words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
-            if cfg.classification:  # the target field is a class: kept as it is
-                labels, tgt, label_field = node_inputs(labels, cfg.classification["node_inputs"]), None, fields[6]
-            else:
-                tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
-                label_field = " ".join(tgt) if tgt else ""
-            src_len = len(words) + len(labels)
-            if src_len > cfg.max_positions:
-                errors.add(paths["src"], lineno, "too_long",
-                           f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
-                continue
-            if tgt is not None and len(tgt) + 1 > cfg.max_positions:
-                errors.add(paths["tgt"], lineno, "too_long",
-                           f"target has {len(tgt) + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
-                continue
-            if train:
-                counts["src"].update(words)
-                counts["labels"].update(labels)
-                if tgt is not None:
-                    counts["tgt"].update(tgt)
-            rows.append(f"{lineno}\t{compact}\t{label_field}\n")
-            kept += 1
-    atomic_write_text(base + ".bpe.tsv", "".join(rows))
-    meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
-            "counts": {k: dict(v) for k, v in counts.items()}}
+    rows = _read_kept_parsed(base + ".parsed.tsv")
+    classify = cfg.classification is not None
+    segment.prepare(_words_of(rows, 2, 6 if not classify else None))
+    pieces = segment.cache  # word -> pieces (every word of the shard is in it now)
+    out, kept = [], []  # output rows; (words, labels, target) fields of the kept rows, for the counts
+    for fields in rows:
+        lineno, words_f, tags_f, labels_f, spans_f, tgt_f = fields[0], *fields[2:7]
+        words = words_f.split(" ")
+        if any([len(pieces[w]) > 1 for w in words]):  # a split word: rebuild the tree around its pieces
+            tree = expand_subwords(compact_to_tree(fields[2:6]), pieces.__getitem__)
+            words_f, tags_f, labels_f, spans_f = tree_to_compact(tree).split("\t")
+            n_words = len(tree.words)
+        else:
+            n_words = len(words)
+        n_labels = labels_f.count(" ") + 1 if labels_f else 0
+        inputs_f = labels_f  # the node labels the model reads (and the label dictionary counts)
+        if classify:  # the target field is a class: kept as it is; the tree keeps its classes for binarize
+            inputs_f = " ".join(node_inputs(labels_f.split(" ") if labels_f else [],
+                                            cfg.classification["node_inputs"]))
+            n_tgt = None
+        elif tgt_f:
+            tgt_f = " ".join([p for w in tgt_f.split(" ") for p in pieces[w]])
+            n_tgt = tgt_f.count(" ") + 1
+        else:
+            n_tgt = None
+        if n_words + n_labels > cfg.max_positions:
+            errors.add(paths["src"], int(lineno), "too_long",
+                       f"source has {n_words + n_labels} leaves + nodes > --max-positions {cfg.max_positions}")
+            continue
+        if n_tgt is not None and n_tgt + 1 > cfg.max_positions:
+            errors.add(paths["tgt"], int(lineno), "too_long",
+                       f"target has {n_tgt + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
+            continue
+        out.append(f"{lineno}\t{words_f}\t{tags_f}\t{labels_f}\t{spans_f}\t{tgt_f}\n")
+        kept.append((words_f, inputs_f, tgt_f if n_tgt is not None else ""))
+    counts = _piece_counts(kept) if shard.split == "train" else {"src": {}, "tgt": {}, "labels": {}}
+    atomic_write_text(base + ".bpe.tsv", "".join(out))
+    meta = {"kept": len(out), "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
+            "counts": counts}
     write_meta(base + ".bpe.json", meta)
     return meta
+
+
+def _read_kept_parsed(path: str) -> List[List[str]]:
+    """The fields of the rows of a ``.parsed.tsv`` not skipped in stage 1."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    rows = [line.split("\t") for line in lines if line]
+    return [r for r in rows if not r[7]]
+
+
+def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
+    """Every space-separated word of the given (non-empty) columns of all rows, concatenated."""
+    fields = [r[c] for c in columns if c is not None for r in rows if r[c]]
+    return " ".join(fields).split(" ") if fields else []
+
+
+def _piece_counts(kept: List[tuple]) -> Dict[str, Dict[str, int]]:
+    """Occurrences of source pieces, node labels and target pieces over the kept rows' fields."""
+    out = {}
+    for role, column in (("src", 0), ("labels", 1), ("tgt", 2)):
+        fields = [k[column] for k in kept if k[column]]
+        out[role] = dict(Counter(" ".join(fields).split(" "))) if fields else {}
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -378,59 +403,86 @@ def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
 
 
 def binarize_shard(shard: Shard) -> dict:
+    """The shard's ``.bpe.tsv`` -> its leaves, nodes, spans (and target, or class targets) datasets."""
+    cfg: StageConfig = _STATE["cfg"]
+    base = os.path.join(cfg.workdir, shard.name)
+    t0 = time.perf_counter()
+    prefixes = shard_dataset_prefixes(cfg.workdir, shard)
+    with open(base + ".bpe.tsv", encoding="utf-8") as f:
+        rows = [line.split("\t") for line in f.read().split("\n") if line]
+    if cfg.classification:
+        stats, class_counts = _binarize_classification(rows, prefixes)
+    else:
+        stats, class_counts = _binarize_translation(rows, prefixes), None
+    meta = {"stats": stats, "seconds": {"binarize": time.perf_counter() - t0}}
+    if class_counts is not None:
+        meta["class_counts"] = class_counts
+    write_meta(base + ".bin.json", meta)
+    return meta
+
+
+def _binarize_translation(rows: List[List[str]], prefixes: Dict[str, str]) -> Dict[str, int]:
+    """All rows at once: each column's tokens of the whole shard are looked up in one pass and written as
+    one array (same bytes as one ``add_item`` per sentence). Returns the stats."""
+    import numpy as np
+
+    from preprocess.binarize import encode_column, write_dataset
+
+    dicts = _STATE["dicts"]
+    leaves, leaf_sizes = encode_column(dicts["src"], [r[1] for r in rows])
+    nodes, node_sizes = encode_column(dicts["labels"], [r[3] for r in rows], empty_is_none=True)
+    spans_f = [r[4] for r in rows if r[4]]
+    spans = np.fromstring(" ".join(spans_f), dtype=np.int32, sep=" ") if spans_f else np.zeros(0, np.int32)
+    if len(spans) != 2 * len(nodes):
+        raise PreprocessError(f"{prefixes['spans']}: {len(spans)} span ends for {len(nodes)} nodes")
+    write_dataset(prefixes["leaves"], leaves, leaf_sizes)
+    write_dataset(prefixes["nodes"], nodes, node_sizes)
+    write_dataset(prefixes["spans"], spans, 2 * node_sizes)
+    stats = {"sentences": len(rows), "source_tokens": len(leaves), "nodes": len(nodes),
+             "source_unk": int((leaves == dicts["src"].unk_index).sum()),
+             "label_unk": int((nodes == dicts["labels"].unk_index).sum())}
+    if "tgt" in dicts:
+        tgt, tgt_sizes = encode_column(dicts["tgt"], [r[5] for r in rows], append_eos=True)
+        write_dataset(prefixes["tgt"], tgt, tgt_sizes)
+        stats.update(target_tokens=len(tgt), target_unk=int((tgt == dicts["tgt"].unk_index).sum()))
+    return stats
+
+
+def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
+    """One sentence at a time: the class targets need each tree. Returns (stats, class counts)."""
     import numpy as np
 
     from preprocess.binarize import ArrayBuilder, encode, token_dtype
 
     cfg: StageConfig = _STATE["cfg"]
     dicts = _STATE["dicts"]
-    base = os.path.join(cfg.workdir, shard.name)
-    t0 = time.perf_counter()
-    prefixes = shard_dataset_prefixes(cfg.workdir, shard)
-    has_tgt = "tgt" in dicts
     builders = {
         "leaves": ArrayBuilder(prefixes["leaves"] + ".tmp", token_dtype(dicts["src"])),
         "nodes": ArrayBuilder(prefixes["nodes"] + ".tmp", token_dtype(dicts["labels"])),
         "spans": ArrayBuilder(prefixes["spans"] + ".tmp", np.int32),
     }
-    if has_tgt:
-        builders["tgt"] = ArrayBuilder(prefixes["tgt"] + ".tmp", token_dtype(dicts["tgt"]))
-    classify = _ClassTargets(cfg.classification) if cfg.classification else None
-    if classify:
-        builders.update({k: ArrayBuilder(prefixes[k] + ".tmp", TARGET_DTYPE) for k in TARGET_KEYS})
+    classify = _ClassTargets(cfg.classification)
+    builders.update({k: ArrayBuilder(prefixes[k] + ".tmp", TARGET_DTYPE) for k in TARGET_KEYS})
     stats = Counter()
-    with open(base + ".bpe.tsv", encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            words = fields[1].split(" ")
-            labels = fields[3].split(" ") if fields[3] else []
-            spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
-            if classify:
-                labels = classify.add(compact_to_tree(fields[1:5]), fields[5], builders, stats)
-            leaves = encode(dicts["src"], words, append_eos=False)
-            nodes = encode(dicts["labels"], labels, append_eos=False)
-            builders["leaves"].add(leaves)
-            builders["nodes"].add(nodes)
-            builders["spans"].add(spans)
-            stats["sentences"] += 1
-            stats["source_tokens"] += len(leaves)
-            stats["source_unk"] += leaves.count(dicts["src"].unk_index)
-            stats["nodes"] += len(nodes)
-            stats["label_unk"] += nodes.count(dicts["labels"].unk_index)
-            if has_tgt:
-                tgt = encode(dicts["tgt"], fields[5].split(" "), append_eos=True)
-                builders["tgt"].add(tgt)
-                stats["target_tokens"] += len(tgt)
-                stats["target_unk"] += tgt.count(dicts["tgt"].unk_index)
+    for fields in rows:
+        words = fields[1].split(" ")
+        spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
+        labels = classify.add(compact_to_tree(fields[1:5]), fields[5], builders, stats)
+        leaves = encode(dicts["src"], words, append_eos=False)
+        nodes = encode(dicts["labels"], labels, append_eos=False)
+        builders["leaves"].add(leaves)
+        builders["nodes"].add(nodes)
+        builders["spans"].add(spans)
+        stats["sentences"] += 1
+        stats["source_tokens"] += len(leaves)
+        stats["source_unk"] += leaves.count(dicts["src"].unk_index)
+        stats["nodes"] += len(nodes)
+        stats["label_unk"] += nodes.count(dicts["labels"].unk_index)
     for key, b in builders.items():
         b.finalize()
         for ext in (".bin", ".idx"):
             os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
-    meta = {"stats": dict(stats), "seconds": {"binarize": time.perf_counter() - t0}}
-    if classify:
-        meta["class_counts"] = dict(classify.class_counts)
-    write_meta(base + ".bin.json", meta)
-    return meta
+    return dict(stats), dict(classify.class_counts)
 
 
 class _ClassTargets:
