@@ -62,25 +62,6 @@ def encode(dictionary: Dictionary, tokens: Iterable[str], append_eos: bool) -> L
     return ids
 
 
-def encode_column(dictionary: Dictionary, fields: Sequence[str], append_eos: bool = False,
-                  empty_is_none: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Ids of the space-separated tokens of every field, concatenated -> (ids [tokens], sizes [fields]).
-
-    As :func:`encode` per field on ``field.split(" ")``: an empty field is one empty token (``<unk>``) unless
-    ``empty_is_none`` (then no token); with ``append_eos`` every field ends in EOS.
-    """
-    sizes = np.fromiter((f.count(" ") + 1 if (f or not empty_is_none) else 0 for f in fields),
-                        dtype=np.int64, count=len(fields))
-    nonempty = [f for f in fields if f] if empty_is_none else fields
-    tokens = " ".join(nonempty).split(" ") if len(nonempty) else []
-    unk, get = dictionary.unk_index, dictionary.indices.get
-    ids = np.asarray([get(t, unk) for t in tokens], dtype=np.int64)
-    if append_eos:
-        ids = np.insert(ids, np.cumsum(sizes), dictionary.eos_index)
-        sizes = sizes + 1
-    return ids.astype(token_dtype(dictionary)), sizes
-
-
 def write_index(path: str, dtype, sizes: Iterable[np.ndarray], count: int) -> None:
     """An MMap index (fairseq's ``Index.writer`` bytes) of ``count`` items from chunks of their sizes;
     ``sizes`` is iterated twice (sizes, then pointers), so chunks can be read one at a time."""

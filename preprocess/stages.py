@@ -155,10 +155,12 @@ def init_parse_worker(cfg: StageConfig) -> None:
 
 def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
     from preprocess.bpe import Segmenter
+    from preprocess.columns import PieceTable
 
     _STATE.clear()
     _STATE["cfg"] = cfg
     _STATE["segment"] = Segmenter(codes_path)
+    _STATE["pieces"] = PieceTable(_STATE["segment"])
 
 
 def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
@@ -316,58 +318,140 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
 # --------------------------------------------------------------------------------------------------
 
 def bpe_shard(shard: Shard) -> dict:
-    """Rows ``lineno, compact subword tree (4 fields), target pieces`` for the kept lines.
+    """Stage 2 of a shard: subword trees and targets, length filter, counts of the training split.
 
-    The shard's new word types are segmented in one batch first (:meth:`Segmenter.prepare`); a sentence
-    then only looks its words up, and only a sentence with a split source word is rebuilt as a tree.
+    The shard's new word types are segmented in one batch (:meth:`Segmenter.prepare`); sentences are then
+    handled as columns (:mod:`preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one sentence at
+    a time, for classification, whose binarize stage needs each tree).
     """
     cfg: StageConfig = _STATE["cfg"]
-    segment = _STATE["segment"]
-    paths = cfg.paths[shard.split]
-    errors = _Errors(cfg.on_error)
     base = os.path.join(cfg.workdir, shard.name)
     t0 = time.perf_counter()
-    rows = _read_kept_parsed(base + ".parsed.tsv")
-    classify = cfg.classification is not None
-    segment.prepare(_words_of(rows, 2, 6 if not classify else None))
-    pieces = segment.cache  # word -> pieces (every word of the shard is in it now)
-    out, kept = [], []  # output rows; (words, labels, target) fields of the kept rows, for the counts
-    for fields in rows:
-        lineno, words_f, tags_f, labels_f, spans_f, tgt_f = fields[0], *fields[2:7]
-        words = words_f.split(" ")
-        if any([len(pieces[w]) > 1 for w in words]):  # a split word: rebuild the tree around its pieces
-            tree = expand_subwords(compact_to_tree(fields[2:6]), pieces.__getitem__)
-            words_f, tags_f, labels_f, spans_f = tree_to_compact(tree).split("\t")
-            n_words = len(tree.words)
-        else:
-            n_words = len(words)
-        n_labels = labels_f.count(" ") + 1 if labels_f else 0
-        inputs_f = labels_f  # the node labels the model reads (and the label dictionary counts)
-        if classify:  # the target field is a class: kept as it is; the tree keeps its classes for binarize
-            inputs_f = " ".join(node_inputs(labels_f.split(" ") if labels_f else [],
-                                            cfg.classification["node_inputs"]))
-            n_tgt = None
-        elif tgt_f:
-            tgt_f = " ".join([p for w in tgt_f.split(" ") for p in pieces[w]])
-            n_tgt = tgt_f.count(" ") + 1
-        else:
-            n_tgt = None
-        if n_words + n_labels > cfg.max_positions:
-            errors.add(paths["src"], int(lineno), "too_long",
-                       f"source has {n_words + n_labels} leaves + nodes > --max-positions {cfg.max_positions}")
-            continue
-        if n_tgt is not None and n_tgt + 1 > cfg.max_positions:
-            errors.add(paths["tgt"], int(lineno), "too_long",
-                       f"target has {n_tgt + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
-            continue
-        out.append(f"{lineno}\t{words_f}\t{tags_f}\t{labels_f}\t{spans_f}\t{tgt_f}\n")
-        kept.append((words_f, inputs_f, tgt_f if n_tgt is not None else ""))
-    counts = _piece_counts(kept) if shard.split == "train" else {"src": {}, "tgt": {}, "labels": {}}
-    atomic_write_text(base + ".bpe.tsv", "".join(out))
-    meta = {"kept": len(out), "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
+    errors = _Errors(cfg.on_error)
+    if cfg.classification:
+        kept, counts = _bpe_rows(shard, _read_kept_parsed(base + ".parsed.tsv"), errors)
+    else:
+        kept, counts = _bpe_columns(shard, errors)
+    meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
             "counts": counts}
     write_meta(base + ".bpe.json", meta)
     return meta
+
+
+def _bpe_columns(shard: Shard, errors: "_Errors"):
+    """Translation (or --only-source): every column of the shard at once -> ``.bpe.npz``; returns
+    (kept sentences, counts)."""
+    import numpy as np
+
+    from preprocess import columns as C
+
+    cfg: StageConfig = _STATE["cfg"]
+    table: C.PieceTable = _STATE["pieces"]
+    paths = cfg.paths[shard.split]
+    base = os.path.join(cfg.workdir, shard.name)
+    cols = C.read_parsed(base + ".parsed.tsv")
+    n = len(cols[0])
+    linenos = np.asarray([int(x) for x in cols[0]], dtype=np.int64)  # [S]
+    words, word_sizes = C.split_column(cols[2])
+    labels, node_sizes = C.split_column(cols[4])
+    spans_f = [f for f in cols[5] if f]
+    spans = (np.fromstring(" ".join(spans_f), dtype=np.int64, sep=" ") if spans_f
+             else np.zeros(0, np.int64)).reshape(-1, 2)  # [M, 2]
+    has_tgt = cfg.tgt_lang is not None
+    tgt_words, tgt_sizes = C.split_column(cols[6]) if has_tgt else ([], np.zeros(n, np.int64))
+    leaves, k = table.lookup(words)  # [P] piece ids, [W] pieces per word
+    leaf_sizes = np.bincount(C.owner(word_sizes), weights=k, minlength=n).astype(np.int64)
+    tgt, kt = table.lookup(tgt_words)
+    tgt_piece_sizes = np.bincount(C.owner(tgt_sizes), weights=kt, minlength=n).astype(np.int64)
+    # node labels, and the tags of split words (the labels of their new nodes)
+    label_vocab = C.Vocab()
+    node_ids = label_vocab.intern(labels)
+    tag_ids = np.zeros(len(words), np.int64)
+    split = np.flatnonzero(k > 1)
+    if len(split):
+        tags, _ = C.split_column(cols[3])
+        tag_ids[split] = label_vocab.intern([tags[i] for i in split.tolist()])
+    node_sizes, node_ids, spans = C.expand_trees(word_sizes, k, tag_ids, node_sizes, node_ids, spans)
+    keep = _length_filter(linenos, leaf_sizes + node_sizes, tgt_piece_sizes, tgt_sizes == 0 if has_tgt else None,
+                          paths, errors)
+    leaves, tgt = leaves[np.repeat(keep, leaf_sizes)], tgt[np.repeat(keep, tgt_piece_sizes)]
+    used, local = np.unique(np.concatenate([leaves, tgt]), return_inverse=True)  # shard-local piece ids
+    pieces = [table.pieces.strings[i] for i in used.tolist()]
+    arrays = {"lineno": linenos[keep], "labels": C.strings_to_bytes(label_vocab.strings),
+              "pieces": C.strings_to_bytes(pieces),
+              "leaves": local[:len(leaves)].astype(np.int32), "tgt": local[len(leaves):].astype(np.int32),
+              "nodes": node_ids[np.repeat(keep, node_sizes)].astype(np.int32),
+              "spans": spans.reshape(-1)[np.repeat(keep, 2 * node_sizes)].astype(np.int32),
+              "leaf_sizes": leaf_sizes[keep], "node_sizes": node_sizes[keep], "tgt_sizes": tgt_piece_sizes[keep]}
+    with open(base + ".bpe.npz.tmp", "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(base + ".bpe.npz.tmp", base + ".bpe.npz")
+    counts = {"src": {}, "tgt": {}, "labels": {}}
+    if shard.split == "train":
+        counts = {"src": _count(arrays["leaves"], pieces), "tgt": _count(arrays["tgt"], pieces),
+                  "labels": _count(arrays["nodes"], label_vocab.strings)}
+    return int(keep.sum()), counts
+
+
+def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
+    """Sentences within --max-positions and with target tokens [S] (bool); the others are reported in line
+    order (source length first). ``no_tgt`` [S] marks targets with no token (None: no targets)."""
+    import numpy as np
+
+    cfg: StageConfig = _STATE["cfg"]
+    bad_src = src_len > cfg.max_positions
+    no_tgt = np.zeros(len(src_len), dtype=bool) if no_tgt is None else no_tgt
+    bad_tgt = ~no_tgt & (tgt_len + 1 > cfg.max_positions)
+    for i in np.flatnonzero(bad_src | bad_tgt | no_tgt).tolist():
+        if bad_src[i]:
+            errors.add(paths["src"], int(linenos[i]), "too_long",
+                       f"source has {src_len[i]} leaves + nodes > --max-positions {cfg.max_positions}")
+        elif no_tgt[i]:
+            errors.add(paths["tgt"], int(linenos[i]), "empty_line", "no target tokens after tokenization")
+        else:
+            errors.add(paths["tgt"], int(linenos[i]), "too_long",
+                       f"target has {tgt_len[i] + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
+    return ~(bad_src | bad_tgt | no_tgt)
+
+
+def _count(ids, strings: List[str]) -> Dict[str, int]:
+    """Occurrences of every string (``strings[i]`` for id ``i``) among ``ids`` (the absent ones left out)."""
+    import numpy as np
+
+    counts = np.bincount(ids, minlength=len(strings))
+    return {strings[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+
+
+def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
+    """Classification: one sentence at a time -> ``.bpe.tsv`` rows; returns (kept sentences, counts)."""
+    cfg: StageConfig = _STATE["cfg"]
+    segment = _STATE["segment"]
+    paths = cfg.paths[shard.split]
+    base = os.path.join(cfg.workdir, shard.name)
+    segment.prepare(_words_of(rows, 2))
+    counts = {"src": Counter(), "tgt": Counter(), "labels": Counter()}
+    out = []
+    for fields in rows:
+        lineno = int(fields[0])
+        words = fields[2].split(" ")
+        if segment.split_words(words) is None:  # no word split: the compact tree stays as it is
+            labels = fields[4].split(" ") if fields[4] else []
+            compact = "\t".join(fields[2:6])
+        else:
+            tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
+            words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
+        labels = node_inputs(labels, cfg.classification["node_inputs"])  # the target field is a class
+        src_len = len(words) + len(labels)
+        if src_len > cfg.max_positions:
+            errors.add(paths["src"], lineno, "too_long",
+                       f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
+            continue
+        if shard.split == "train":
+            counts["src"].update(words)
+            counts["labels"].update(labels)
+        out.append(f"{lineno}\t{compact}\t{fields[6]}\n")
+    atomic_write_text(base + ".bpe.tsv", "".join(out))
+    return len(out), {k: dict(v) for k, v in counts.items()}
 
 
 def _read_kept_parsed(path: str) -> List[List[str]]:
@@ -382,15 +466,6 @@ def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
     """Every space-separated word of the given (non-empty) columns of all rows, concatenated."""
     fields = [r[c] for c in columns if c is not None for r in rows if r[c]]
     return " ".join(fields).split(" ") if fields else []
-
-
-def _piece_counts(kept: List[tuple]) -> Dict[str, Dict[str, int]]:
-    """Occurrences of source pieces, node labels and target pieces over the kept rows' fields."""
-    out = {}
-    for role, column in (("src", 0), ("labels", 1), ("tgt", 2)):
-        fields = [k[column] for k in kept if k[column]]
-        out[role] = dict(Counter(" ".join(fields).split(" "))) if fields else {}
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -408,12 +483,12 @@ def binarize_shard(shard: Shard) -> dict:
     base = os.path.join(cfg.workdir, shard.name)
     t0 = time.perf_counter()
     prefixes = shard_dataset_prefixes(cfg.workdir, shard)
-    with open(base + ".bpe.tsv", encoding="utf-8") as f:
-        rows = [line.split("\t") for line in f.read().split("\n") if line]
     if cfg.classification:
+        with open(base + ".bpe.tsv", encoding="utf-8") as f:
+            rows = [line.split("\t") for line in f.read().split("\n") if line]
         stats, class_counts = _binarize_classification(rows, prefixes)
     else:
-        stats, class_counts = _binarize_translation(rows, prefixes), None
+        stats, class_counts = _binarize_translation(base + ".bpe.npz", prefixes), None
     meta = {"stats": stats, "seconds": {"binarize": time.perf_counter() - t0}}
     if class_counts is not None:
         meta["class_counts"] = class_counts
@@ -421,29 +496,35 @@ def binarize_shard(shard: Shard) -> dict:
     return meta
 
 
-def _binarize_translation(rows: List[List[str]], prefixes: Dict[str, str]) -> Dict[str, int]:
-    """All rows at once: each column's tokens of the whole shard are looked up in one pass and written as
-    one array (same bytes as one ``add_item`` per sentence). Returns the stats."""
+def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
+    """A ``.bpe.npz`` (:mod:`preprocess.columns`) -> the shard's datasets: every shard-local string is looked up
+    in its dictionary once, then each column is one gather and one write (the bytes of one ``add_item`` per
+    sentence). Returns the stats."""
     import numpy as np
 
-    from preprocess.binarize import encode_column, write_dataset
+    from preprocess.binarize import token_dtype, write_dataset
+    from preprocess.columns import vocab_from_bytes
 
     dicts = _STATE["dicts"]
-    leaves, leaf_sizes = encode_column(dicts["src"], [r[1] for r in rows])
-    nodes, node_sizes = encode_column(dicts["labels"], [r[3] for r in rows], empty_is_none=True)
-    spans_f = [r[4] for r in rows if r[4]]
-    spans = np.fromstring(" ".join(spans_f), dtype=np.int32, sep=" ") if spans_f else np.zeros(0, np.int32)
-    if len(spans) != 2 * len(nodes):
-        raise PreprocessError(f"{prefixes['spans']}: {len(spans)} span ends for {len(nodes)} nodes")
-    write_dataset(prefixes["leaves"], leaves, leaf_sizes)
-    write_dataset(prefixes["nodes"], nodes, node_sizes)
-    write_dataset(prefixes["spans"], spans, 2 * node_sizes)
-    stats = {"sentences": len(rows), "source_tokens": len(leaves), "nodes": len(nodes),
+    with np.load(path) as z:
+        a = {k: z[k] for k in z.files}
+    pieces, labels = vocab_from_bytes(a["pieces"]), vocab_from_bytes(a["labels"])
+
+    def ids(d, strings, column):  # [items] dictionary ids of a column of shard-local ids
+        table = np.asarray([d.indices.get(t, d.unk_index) for t in strings], dtype=np.int64)
+        return table[column].astype(token_dtype(d)) if len(column) else np.zeros(0, token_dtype(d))
+
+    leaves, nodes = ids(dicts["src"], pieces, a["leaves"]), ids(dicts["labels"], labels, a["nodes"])
+    write_dataset(prefixes["leaves"], leaves, a["leaf_sizes"])
+    write_dataset(prefixes["nodes"], nodes, a["node_sizes"])
+    write_dataset(prefixes["spans"], a["spans"], 2 * a["node_sizes"])
+    stats = {"sentences": len(a["lineno"]), "source_tokens": len(leaves), "nodes": len(nodes),
              "source_unk": int((leaves == dicts["src"].unk_index).sum()),
              "label_unk": int((nodes == dicts["labels"].unk_index).sum())}
     if "tgt" in dicts:
-        tgt, tgt_sizes = encode_column(dicts["tgt"], [r[5] for r in rows], append_eos=True)
-        write_dataset(prefixes["tgt"], tgt, tgt_sizes)
+        tgt, sizes = ids(dicts["tgt"], pieces, a["tgt"]), a["tgt_sizes"]
+        tgt = np.insert(tgt, np.cumsum(sizes), dicts["tgt"].eos_index)  # EOS after every sentence
+        write_dataset(prefixes["tgt"], tgt, sizes + 1)
         stats.update(target_tokens=len(tgt), target_unk=int((tgt == dicts["tgt"].unk_index).sum()))
     return stats
 
