@@ -25,7 +25,10 @@ def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_freque
     """Learn ``num_merges`` BPE merges from ``word -> count`` and write subword-nmt codes."""
     from subword_nmt import learn_bpe as learn_module
 
-    learn_module.tqdm = lambda iterable, *args, **kwargs: iterable  # no per-merge progress bar in our logs
+    from preprocess.progress import iterate
+
+    # subword-nmt's loop over merges, with our progress (a bar on a terminal, a log line every 10 s otherwise)
+    learn_module.tqdm = lambda merges, *args, **kwargs: iterate(merges, "learn bpe", len(merges), "merge")
     # subword-nmt reads "word count" lines when is_dict=True; sorted for a deterministic result
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in sorted(word_counts.items())))
     with open(out_path, "w", encoding="utf-8") as out:

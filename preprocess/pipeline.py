@@ -27,9 +27,10 @@ import os
 import shutil
 import time
 from collections import Counter
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from preprocess import stages
+from preprocess.progress import Progress
 from preprocess.stages import PreprocessError, Shard, StageConfig
 
 logger = logging.getLogger("fairseq_tree.preprocess")
@@ -105,47 +106,42 @@ def make_shards(split: str, files: Dict[str, str], shard_size: int) -> List[Shar
 # --------------------------------------------------------------------------------------------------
 
 def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, init_args: tuple,
-               workers: int, workdir: str, suffix: str) -> List[dict]:
-    """Run ``func`` on every shard not yet done (its ``.json`` exists); return metas in shard order."""
-    from tqdm import tqdm
-
+               workers: int, workdir: str, suffix: str) -> Dict[str, dict]:
+    """Run ``func`` on every shard not yet done (its ``.json`` exists); return the shards' metas folded per
+    split (:func:`_fold`), reading one at a time so that memory does not grow with the corpus."""
     todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
     if len(todo) < len(shards):
         logger.info("%s: resuming, %d of %d shards already done", name, len(shards) - len(todo), len(shards))
-    total = sum(s.num_lines for s in todo)
     if todo:
-        bar = tqdm(total=total, desc=name, unit="sent", disable=None, leave=False)
-        t0, done = time.perf_counter(), 0
-
-        def progress(s):  # the bar on a terminal, a log line per shard for log files
-            nonlocal done
-            done += s.num_lines
-            bar.update(s.num_lines)
-            logger.info("%s: shard %s done, %d/%d lines (%.0f lines/s)", name, s.name, done, total,
-                        done / max(time.perf_counter() - t0, 1e-9))
-
+        progress = Progress(name, sum(s.num_lines for s in todo))
         if workers <= 1 or len(todo) == 1:
             init(*init_args)
             for s in todo:
                 func(s)
-                progress(s)
+                progress.update(s.num_lines)
         else:
             ctx = mp.get_context("fork")
             with ctx.Pool(min(workers, len(todo)), initializer=init, initargs=init_args) as pool:
                 for s, _ in zip(todo, pool.imap(func, todo)):
-                    progress(s)
-        bar.close()
-    metas = []
-    for s in shards:
+                    progress.update(s.num_lines)
+        progress.close()
+    totals: Dict[str, dict] = {}
+    for s in shards:  # in shard order: skipped/filtered lists stay in line order
         with open(os.path.join(workdir, s.name + suffix), encoding="utf-8") as f:
-            metas.append(json.load(f))
-    return metas
+            _fold(totals.setdefault(s.split, {}), json.load(f))
+    return totals
 
 
-def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> Counter:
-    total: Counter = Counter()
-    for m in metas:
-        total.update(m[key][sub] if sub else m[key])
+def _fold(total: dict, meta: dict) -> dict:
+    """Add a shard's meta into ``total`` in place: numbers summed, lists concatenated, dicts folded by key
+    (word counts, seconds, stats)."""
+    for key, value in meta.items():
+        if isinstance(value, dict):
+            _fold(total.setdefault(key, {}), value)
+        elif isinstance(value, list):
+            total.setdefault(key, []).extend(value)
+        else:
+            total[key] = total.get(key, 0) + value
     return total
 
 
@@ -219,10 +215,9 @@ def run(args) -> dict:
     logger.info("parsing %d lines in %d shards with %s (%d workers)",
                 sum(s.num_lines for s in all_shards), len(all_shards), args.parser, args.workers)
     t0 = time.perf_counter()
-    parse_metas = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
-                             args.workers, workdir, ".parsed.json")
+    by_split = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
+                          args.workers, workdir, ".parsed.json")
     wall = {"parse": time.perf_counter() - t0}
-    by_split = _group(all_shards, parse_metas)
 
     # 2. BPE codes
     codes_path = os.path.join(destdir, "bpe.codes")
@@ -237,7 +232,8 @@ def run(args) -> dict:
             from preprocess.bpe import learn_codes
 
             t0 = time.perf_counter()
-            words = _sum_counts(by_split["train"], "src_word_counts") + _sum_counts(by_split["train"], "tgt_word_counts")
+            words = Counter(by_split["train"].get("src_word_counts", {}))
+            words.update(by_split["train"].get("tgt_word_counts", {}))
             learn_codes(words, args.bpe_merges, codes_path + ".tmp")
             os.replace(codes_path + ".tmp", codes_path)
             stages.atomic_write_text(os.path.join(workdir, "bpe.done"), "")
@@ -249,19 +245,17 @@ def run(args) -> dict:
 
     # 3. subwords
     t0 = time.perf_counter()
-    bpe_metas = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
-                           args.workers, workdir, ".bpe.json")
+    bpe_by_split = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
+                              args.workers, workdir, ".bpe.json")
     wall["bpe"] = time.perf_counter() - t0
-    bpe_by_split = _group(all_shards, bpe_metas)
 
     # 4. dictionaries
-    dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", []))
+    dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", {}))
 
     # 5. binarize and merge
     t0 = time.perf_counter()
-    bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
-                           (cfg, dict_paths), args.workers, workdir, ".bin.json")
-    bin_by_split = _group(all_shards, bin_metas)
+    bin_by_split = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
+                              (cfg, dict_paths), args.workers, workdir, ".bin.json")
     merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification is not None)
     wall["binarize"] = time.perf_counter() - t0
     if classification:
@@ -295,21 +289,15 @@ def parser_options(args) -> dict:
             "download": args.stanza_download, "batch_size": args.stanza_batch_size}
 
 
-def _group(shards: List[Shard], metas: List[dict]) -> Dict[str, List[dict]]:
-    out: Dict[str, List[dict]] = {}
-    for s, m in zip(shards, metas):
-        out.setdefault(s.split, []).append(m)
-    return out
-
-
-def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_metas: List[dict]) -> Dict[str, str]:
-    """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt; returns role -> path."""
+def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_meta: dict) -> Dict[str, str]:
+    """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt from the training split's folded bpe meta
+    (``counts``); returns role -> path."""
     from fairseq.data.dictionary import Dictionary
 
     from preprocess.binarize import build_dictionary
 
     def counts(role):
-        return _sum_counts(train_metas, "counts", role)
+        return Counter(train_meta.get("counts", {}).get(role, {}))
 
     def save(d: Dictionary, path: str):
         d.save(path + ".tmp")
@@ -338,6 +326,8 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
     label_dict = Dictionary.load(args.labeldict) if args.labeldict else build_dictionary(
         counts("labels"), padding_factor=1)
     save(label_dict, paths["labels"])
+    logger.info("dictionaries: %s", ", ".join(f"{os.path.basename(p)} {len(Dictionary.load(p))}"
+                                              for p in dict.fromkeys(paths.values())))
     return paths
 
 
@@ -354,25 +344,25 @@ def merge_outputs(destdir, workdir, shards, src, tgt, dict_paths, classification
     dtypes.update({k: stages.TARGET_DTYPE for k in stages.TARGET_KEYS})
     for split, split_shards in shards.items():
         outs = output_prefixes(destdir, split, src, tgt, classification)
+        progress = Progress(f"merge {split}", len(outs) + 1, unit="file", every=5.0)
         for key, out in outs.items():
             merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out, dtypes[key])
+            progress.update(1)
         trees_out = os.path.join(destdir, f"{split}.{src}.trees")
         with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
-            for s in split_shards:
+            for s in split_shards:  # the raw tree field (the 2nd) of every row, streamed
                 with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
-                    for line in f:
-                        fout.write(line.split("\t", 2)[1] + "\n")
+                    fout.writelines(line.split("\t", 2)[1] + "\n" for line in f)
         os.replace(trees_out + ".tmp", trees_out)
+        progress.update(1)
+        progress.close()
 
 
-def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
-    """Classification counts of a split: sentences per class, labelled nodes and leaves, lines dropped by the
-    view (the neutral roots of --binary) with their line numbers."""
-    classes: Counter = Counter()
-    stats: Counter = Counter()
-    for m in bin_metas:
-        classes.update(m["class_counts"])
-        stats.update(m["stats"])
+def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
+    """Classification counts of a split (from its folded binarize meta): sentences per class, labelled nodes
+    and leaves, lines dropped by the view (the neutral roots of --binary) with their line numbers."""
+    classes: Counter = Counter(bin_meta.get("class_counts", {}))
+    stats: Counter = Counter(bin_meta.get("stats", {}))
     return {"sentences_per_class": dict(sorted(classes.items())),
             "labelled_nodes": stats["labelled_nodes"], "labelled_leaves": stats["labelled_leaves"],
             "filtered": len(filtered), "filtered_by_reason": dict(Counter(e["reason"] for e in filtered)),
@@ -380,6 +370,7 @@ def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
 
 
 def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
+    """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`)."""
     from fairseq.data.dictionary import Dictionary
 
     report = {"command": vars(args) if not isinstance(args, dict) else args, "splits": {},
@@ -390,13 +381,10 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
     n_parse = n_bpe = n_bin = 0
     for split, roles in files.items():
         pm, bm, xm = parse_by_split[split], bpe_by_split[split], bin_by_split[split]
-        skipped = [e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]]
-        skipped.sort(key=lambda e: e["line"])
-        filtered = [e for m in pm for e in m.get("filtered", [])]
-        stats = Counter()
-        for m in xm:
-            stats.update(m["stats"])
-        lines = sum(m["lines"] for m in pm)
+        skipped = sorted(pm.get("skipped", []) + bm.get("skipped", []), key=lambda e: e["line"])
+        filtered = pm.get("filtered", [])
+        stats = Counter(xm.get("stats", {}))
+        lines = pm["lines"]
         classification = getattr(args, "task", "translation") == "classification"
         report["splits"][split] = {
             "files": roles, "lines": lines, "sentences": stats["sentences"],
@@ -409,14 +397,10 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
         }
         assert stats["sentences"] + len(skipped) + len(filtered) == lines, \
             "every input line is either kept or reported"
-        for m in pm:
-            seconds.update(m["seconds"])
-        for m in bm:
-            seconds.update(m["seconds"])
-        for m in xm:
-            seconds.update(m["seconds"])
+        for m in (pm, bm, xm):
+            seconds.update(m.get("seconds", {}))
         n_parse += lines
-        n_bpe += sum(m["kept"] for m in pm)
+        n_bpe += pm["kept"]
         n_bin += stats["sentences"]
     w = args.workers
     report["throughput"] = {
