@@ -86,6 +86,7 @@ class BatchBPE:
         """Display forms of all symbols: inner pieces with the separator, final pieces without ``</w>``."""
         self.inner = np.asarray([s + self.separator for s in self.symbols] + [None], dtype=object)
         self.final = np.asarray([s[:-4] if s.endswith(_EOW) else s for s in self.symbols] + [None], dtype=object)
+        self.plain = np.asarray(self.symbols + [None], dtype=object)
 
     def _lookup(self, key: np.ndarray):
         """-> (slot, found) per key: ``found[i]`` iff ``key[i]`` is a code, then at ``table_*[slot[i]]``."""
@@ -172,7 +173,10 @@ class BatchBPE:
         ids = sym[sel]
         is_final = np.zeros(len(ids), dtype=bool)
         is_final[offsets + lengths - 1] = True
-        flat = np.where(is_final, self.final[ids], self.inner[ids]).tolist()
+        final = self.final[ids]
+        if bare.any():  # after a dropped "</w>", subword-nmt leaves the new last piece as it is
+            final[offsets[bare] + lengths[bare] - 1] = self.plain[ids[offsets[bare] + lengths[bare] - 1]]
+        flat = np.where(is_final, final, self.inner[ids]).tolist()
         for b, l, k in zip(offsets.tolist(), lengths.tolist(), index.tolist()):
             out[k] = flat[b:b + l]
 
