@@ -30,6 +30,10 @@ class Vocab:
     def intern(self, tokens: Sequence[str]) -> np.ndarray:
         """Ids of ``tokens`` [n], adding new strings."""
         ids = self.ids
+        try:  # the common case once the vocabulary is known: one pass
+            return np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        except KeyError:
+            pass
         for t in dict.fromkeys(tokens):  # new strings, in order of first appearance (one step per type)
             if t not in ids:
                 ids[t] = len(self.strings)
@@ -97,10 +101,22 @@ def read_parsed(path: str, width: int = 8) -> List[List[str]]:
 def split_column(fields: Sequence[str], empty_is_none: bool = True) -> Tuple[List[str], np.ndarray]:
     """Space-separated fields -> (tokens [total], sizes [fields]). An empty field has no token, or with
     ``empty_is_none=False`` one empty token (as ``"".split(" ")``)."""
-    sizes = np.fromiter((f.count(" ") + 1 if (f or not empty_is_none) else 0 for f in fields),
-                        dtype=np.int64, count=len(fields))
-    used = [f for f in fields if f] if empty_is_none else list(fields)
-    return (" ".join(used).split(" ") if used else []), sizes
+    text = "\n".join(fields)
+    sizes = field_sizes(text, len(fields), empty_is_none)
+    if empty_is_none and not sizes.all():
+        text = "\n".join(f for f in fields if f)
+    return (text.replace("\n", " ").split(" ") if sizes.any() else []), sizes
+
+
+def field_sizes(text: str, n: int, empty_is_none: bool) -> np.ndarray:
+    """Tokens per field of ``n`` newline-joined space-separated fields [n], counted on the UTF-8 bytes (a space
+    or newline byte is never part of a longer character)."""
+    b = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    ends = np.concatenate([np.flatnonzero(b == 10), [len(b)]]) if n else np.zeros(0, np.int64)  # [n]
+    spaces = np.concatenate([[0], np.cumsum(b == 32)])[ends]  # spaces before each field's end
+    lengths = np.diff(np.concatenate([[-1], ends])) - 1  # characters (bytes) per field
+    sizes = np.diff(np.concatenate([[0], spaces])) + 1
+    return np.where(lengths > 0, sizes, 0 if empty_is_none else 1).astype(np.int64)
 
 
 def starts_of(sizes: np.ndarray) -> np.ndarray:

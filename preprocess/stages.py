@@ -375,7 +375,11 @@ def _bpe_columns(shard: Shard, errors: "_Errors"):
     keep = _length_filter(linenos, leaf_sizes + node_sizes, tgt_piece_sizes, tgt_sizes == 0 if has_tgt else None,
                           paths, errors)
     leaves, tgt = leaves[np.repeat(keep, leaf_sizes)], tgt[np.repeat(keep, tgt_piece_sizes)]
-    used, local = np.unique(np.concatenate([leaves, tgt]), return_inverse=True)  # shard-local piece ids
+    both = np.concatenate([leaves, tgt])
+    used = np.flatnonzero(np.bincount(both, minlength=len(table.pieces)))  # shard-local piece ids: ranks in used
+    local = np.zeros(len(table.pieces), np.int64)
+    local[used] = np.arange(len(used))
+    local = local[both]
     pieces = [table.pieces.strings[i] for i in used.tolist()]
     arrays = {"lineno": linenos[keep], "labels": C.strings_to_bytes(label_vocab.strings),
               "pieces": C.strings_to_bytes(pieces),
