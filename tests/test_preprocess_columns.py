@@ -13,7 +13,8 @@ import torch
 
 from conftest import SHARED
 from fairseq.data import Dictionary, indexed_dataset
-from fairseq_tree.trees import Tree, distances_to_tree, expand_subwords, tree_from_brackets
+from fairseq_tree.trees import (Tree, TreeFormatError, _one_tree_lowest, canonicalize, distances_to_tree,
+                                expand_subwords, parse_brackets, tree_from_brackets)
 from preprocess import columns as C
 from preprocess.binarize import build_dictionary
 from preprocess.bpe import BatchBPE, Segmenter, learn_codes
@@ -78,6 +79,44 @@ def test_batch_bpe_matches_subword_nmt_on_multi30k():
         seg.prepare(words[:500])
         seg.prepare(words)
         assert [seg.cache[w] for w in words] == expected
+
+
+# ------------------------------------------------------------------------------------------------ trees
+
+def _general(text):
+    try:
+        return canonicalize(parse_brackets(text))
+    except TreeFormatError as e:
+        return f"error: {e}"
+
+
+def _read(text):
+    try:
+        return tree_from_brackets(text)
+    except TreeFormatError as e:
+        return f"error: {e}"
+
+
+HARD_TREES = [
+    "( (S (NP-SBJ-1 (DT The) (NN dog)) (VP (VBD ran))) )", "(ROOT (S (NP (NN dog)) (VP (VBZ barks))))",
+    "(TOP (NN word))", "(S (NP (NN a)) (NP (-NONE- *T*-1)) (VP (VB b)))", "(S (NP (-NONE- *)) (VP (VB go)))",
+    "(S (A (B (C (NN x) (NN y)))) (NN z))", "(X (NN -LRB-) (NN -RRB-) (NN -LCB-))", "(NP=2 (NN a) (NN b))",
+    "(S (NP (NN a)) (VP (VB b))) (S (NP (NN c)) (VP (VB d)))", "(S (NN a) b)", "(S a b)", "(S (NN a) (NN b)",
+    "(S (NN a)))", "(S ()) ", "()", "word", "(S (NN a) (NN b)) x", "(  S   (NN\ta )  (NN b ) )", "((S (NN a) (NN b)))",
+    "(S (NN a) (VP (-NONE- *)) (NN b))", "(-LRB- (NN a) (NN b))", "(S-1 (NN a) (NN b))", "( (NN a) (NN b))",
+]
+
+
+def test_tree_reading_fast_path_is_the_general_reader():
+    """tree_from_brackets's one-pass reader (unary=lowest) against the general one: the same tree or the same
+    error on every PTB sample line (with and without empty elements) and on hand-made hard cases."""
+    lines = (PTB / "train.mrg").read_text().splitlines() + (PTB / "valid.mrg").read_text().splitlines()
+    fast = 0
+    for text in lines + HARD_TREES:
+        assert _read(text) == _general(text), text
+        fast += _one_tree_lowest(text) is not None
+    assert fast > 900  # the fast path did read the trees without empty elements
+    assert isinstance(_read("(S (NN a) b)"), str) and isinstance(_read("(S (NN a) (NN b)"), str)
 
 
 # ------------------------------------------------------------------------------------------------ columns
