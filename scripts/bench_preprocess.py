@@ -163,7 +163,8 @@ def run_scale(args, tmp: Path, bindir: Path) -> list:
         peaks = _run_sampling_rss(cmd, d / "log.txt")
         wall = time.perf_counter() - t0
         report = json.loads((d / "bin" / "preprocess.json").read_text())
-        assert report["splits"]["train"]["sentences"] == n, "every line is kept"
+        if report["splits"]["train"]["sentences"] != n:
+            raise RuntimeError(f"{n} lines but {report['splits']['train']['sentences']} sentences, see {d / 'log.txt'}")
         out.append({"lines": n, "wall_s": wall, **peaks,
                     "stage_wall": {k: round(v) for k, v in report["throughput"]["wall_seconds"].items()}})
         shutil.rmtree(d)
