@@ -43,6 +43,10 @@ class BatchBPE:
     unfinished words together on flat int arrays of symbol ids; a word leaves the batch when it has no
     code pair left. Symbols are identified by their strings, as in subword-nmt; a code pair is found in an
     open-addressing hash table of ``left * 2**31 + right`` keys.
+
+    A piece comes out as a *display id* ``3 * symbol + form``: form 0 is the symbol with the separator (not
+    the word's last piece), 1 the last piece without ``</w>``, 2 the symbol as it is (a 1-character word, or
+    the piece before a dropped bare ``</w>``); :meth:`piece` gives its string.
     """
 
     def __init__(self, bpe, separator: str = SEPARATOR):
@@ -52,20 +56,32 @@ class BatchBPE:
         self.ids: Dict[str, int] = {}
         self.symbols: List[str] = []
         self._eow = self._id(_EOW)
-        codes = bpe.bpe_codes.items()  # (left, right) -> rank, the first of duplicates kept
-        bits = max(8, (4 * len(bpe.bpe_codes)).bit_length())
+        codes = list(bpe.bpe_codes.items())  # (left, right) -> rank, the first of duplicates kept
+        key = np.asarray([self._key(self._id(a), self._id(b)) for (a, b), _ in codes], dtype=np.int64)
+        rank = np.asarray([r for _, r in codes], dtype=np.int64)
+        result = np.asarray([self._id(a + b) for (a, b), _ in codes], dtype=np.int64)
+        bits = max(8, (4 * len(codes)).bit_length())
         self._shift = np.uint64(64 - bits)
         self._mask = (1 << bits) - 1
         self.table_keys = np.full(1 << bits, -1, dtype=np.int64)  # [slots] pair key, -1 = empty
         self.table_rank = np.zeros(1 << bits, dtype=np.int64)  # [slots]
         self.table_result = np.zeros(1 << bits, dtype=np.int64)  # [slots] id of the merged symbol
-        for (a, b), rank in codes:
-            key = self._key(self._id(a), self._id(b))
-            slot = int(self._hash(np.asarray([key], dtype=np.int64))[0])
-            while self.table_keys[slot] != -1:
-                slot = (slot + 1) & self._mask
-            self.table_keys[slot], self.table_rank[slot], self.table_result[slot] = key, rank, self._id(a + b)
-        self._grow()
+        self._insert(key, rank, result)
+
+    def _insert(self, key: np.ndarray, rank: np.ndarray, result: np.ndarray) -> None:
+        """Linear probing for all keys at once: per round, each empty slot goes to the first key aiming at it,
+        the others move one slot on (so every slot between a key's hash and its place is occupied)."""
+        slot = self._hash(key)
+        pending = np.arange(len(key))
+        while len(pending):
+            free = self.table_keys[slot[pending]] == -1
+            slots, first = np.unique(slot[pending[free]], return_index=True)
+            won = pending[free][first]
+            self.table_keys[slots], self.table_rank[slots], self.table_result[slots] = key[won], rank[won], result[won]
+            placed = np.zeros(len(key), dtype=bool)
+            placed[won] = True
+            pending = pending[~placed[pending]]
+            slot[pending] = (slot[pending] + 1) & self._mask
 
     @staticmethod
     def _key(a, b):
@@ -82,11 +98,13 @@ class BatchBPE:
             self.symbols.append(symbol)
         return i
 
-    def _grow(self) -> None:
-        """Display forms of all symbols: inner pieces with the separator, final pieces without ``</w>``."""
-        self.inner = np.asarray([s + self.separator for s in self.symbols] + [None], dtype=object)
-        self.final = np.asarray([s[:-4] if s.endswith(_EOW) else s for s in self.symbols] + [None], dtype=object)
-        self.plain = np.asarray(self.symbols + [None], dtype=object)
+    def piece(self, display_id: int) -> str:
+        """The string of a display id."""
+        symbol, form = divmod(display_id, 3)
+        s = self.symbols[symbol]
+        if form == 0:
+            return s + self.separator
+        return s[:-4] if form == 1 and s.endswith(_EOW) else s
 
     def _lookup(self, key: np.ndarray):
         """-> (slot, found) per key: ``found[i]`` iff ``key[i]`` is a code, then at ``table_*[slot[i]]``."""
@@ -119,22 +137,37 @@ class BatchBPE:
         return sym, lengths
 
     def encode(self, words: List[str]) -> List[List[str]]:
-        """The pieces of every word (non-empty strings), with the separator on all but the last."""
-        out: List[Optional[List[str]]] = [None] * len(words)
-        long_words = [k for k, w in enumerate(words) if len(w) > 1]
-        for k, w in enumerate(words):
-            if len(w) == 1:  # subword-nmt leaves 1-character words alone
-                out[k] = [w]
-        if not long_words:
-            return out  # type: ignore[return-value]
-        sym, lengths = self._initial([words[k] for k in long_words])
-        index = np.asarray(long_words, dtype=np.int64)  # [words] position of each active word in ``words``
-        while len(index):
-            sym, lengths, index = self._round(sym, lengths, index, out)
-        return out  # type: ignore[return-value]
+        """The pieces of every (non-empty) word as strings, with the separator on all but the last."""
+        ids, lengths = self.encode_ids(words)
+        strings = [self.piece(i) for i in ids.tolist()]
+        starts = (np.cumsum(lengths) - lengths).tolist()
+        return [strings[b:b + n] for b, n in zip(starts, lengths.tolist())]
 
-    def _round(self, sym, lengths, index, out):
-        """One merge step for every active word; finished words are written to ``out`` and dropped."""
+    def encode_ids(self, words: List[str]):
+        """The pieces of every (non-empty) word -> (display ids [pieces], pieces per word [len(words)])."""
+        n_chars = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        done: List[tuple] = []  # (word positions [w], pieces per word [w], display ids) as words finish
+        short = np.flatnonzero(n_chars == 1)  # subword-nmt leaves 1-character words alone
+        if len(short):
+            ids = np.asarray([self._id(words[k]) for k in short.tolist()], dtype=np.int64)
+            done.append((short, np.ones(len(short), np.int64), 3 * ids + 2))
+        index = np.flatnonzero(n_chars > 1)  # [words] position of each active word in ``words``
+        if len(index):
+            sym, lengths = self._initial([words[k] for k in index.tolist()])
+            while len(index):
+                sym, lengths, index = self._round(sym, lengths, index, done)
+        if not done:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        index, lengths, ids = (np.concatenate(x) for x in zip(*done))
+        order = np.argsort(index, kind="stable")
+        starts = np.cumsum(lengths) - lengths
+        total = int(lengths.sum())
+        sel = np.arange(total) + np.repeat(starts[order] - (np.cumsum(lengths[order]) - lengths[order]),
+                                           lengths[order])
+        return ids[sel], lengths[order]
+
+    def _round(self, sym, lengths, index, done):
+        """One merge step for every active word; finished words go to ``done`` and leave the batch."""
         n = len(sym)
         starts = np.cumsum(lengths) - lengths  # [words]
         last = np.zeros(n, dtype=bool)
@@ -145,9 +178,9 @@ class BatchBPE:
         hit &= ~last
         rank = np.where(hit, self.table_rank[slot], _NO_RANK)  # [symbols] rank of the pair starting here
         best = np.minimum.reduceat(rank, starts)  # [words] the word's lowest rank
-        done = best == _NO_RANK
-        if done.any():
-            self._finish(sym, starts[done], lengths[done], index[done], out)
+        finished = best == _NO_RANK
+        if finished.any():
+            done.append(self._finish(sym, starts[finished], lengths[finished], index[finished]))
         occ = (rank == np.repeat(best, lengths)) & hit  # [symbols] occurrences of the word's best pair
         # overlapping occurrences (x x x) form runs; left to right, every other one merges
         at = np.arange(n)
@@ -156,29 +189,22 @@ class BatchBPE:
         sym = sym.copy()
         sym[take] = self.table_result[slot[take]]
         taken = np.flatnonzero(take)
-        keep = np.repeat(~done, lengths)  # [symbols] finished words leave the batch
+        keep = np.repeat(~finished, lengths)  # [symbols] finished words leave the batch
         keep[taken + 1] = False  # the right half of a merged pair
         word_of = np.repeat(np.arange(len(lengths)), lengths)
         lengths = lengths - np.bincount(word_of[taken], minlength=len(lengths))
-        return sym[keep], lengths[~done], index[~done]
+        return sym[keep], lengths[~finished], index[~finished]
 
-    def _finish(self, sym, starts, lengths, index, out) -> None:
-        """Pieces of finished words (a final bare ``</w>`` dropped, as subword-nmt does)."""
-        if len(self.inner) != len(self.symbols) + 1:
-            self._grow()
+    def _finish(self, sym, starts, lengths, index):
+        """Display ids of finished words -> (positions, pieces per word, ids); a final bare ``</w>`` is
+        dropped and the piece before it kept as it is, as subword-nmt does."""
         bare = sym[starts + lengths - 1] == self._eow  # [words] version 0.1: "... x </w>" -> "... x"
         lengths = lengths - bare
         offsets = np.cumsum(lengths) - lengths  # [words] start of each word in the output
         sel = np.arange(lengths.sum()) + np.repeat(starts - offsets, lengths)  # [pieces] positions in sym
-        ids = sym[sel]
-        is_final = np.zeros(len(ids), dtype=bool)
-        is_final[offsets + lengths - 1] = True
-        final = self.final[ids]
-        if bare.any():  # after a dropped "</w>", subword-nmt leaves the new last piece as it is
-            final[offsets[bare] + lengths[bare] - 1] = self.plain[ids[offsets[bare] + lengths[bare] - 1]]
-        flat = np.where(is_final, final, self.inner[ids]).tolist()
-        for b, l, k in zip(offsets.tolist(), lengths.tolist(), index.tolist()):
-            out[k] = flat[b:b + l]
+        ids = 3 * sym[sel]
+        ids[offsets + lengths - 1] += np.where(bare, 2, 1)
+        return index, lengths, ids
 
 
 class Segmenter:
@@ -219,7 +245,7 @@ class Segmenter:
             cache.update((w, [w]) for w in new)
             return
         for w, pieces in zip(new, self.batch.encode(new)):
-            cache[w] = pieces if len(pieces) > 1 else [w]
+            cache[w] = pieces if len(pieces) > 1 else [w]  # (a word of one piece is that word)
 
     def split_words(self, words: List[str]) -> Optional[List[List[str]]]:
         """Pieces of every word, or None when no word is split (the common case, kept cheap)."""

@@ -56,6 +56,7 @@ class PieceTable:
         self.length = np.zeros(0, np.int64)  # [types] pieces per type
         self.start = np.zeros(0, np.int64)  # [types] offset of the type's pieces in ``flat``
         self.flat = np.zeros(0, np.int64)  # piece ids of all types, concatenated
+        self._display = np.zeros(0, np.int64)  # BatchBPE display id -> piece id (-1: not seen yet)
 
     def lookup(self, words: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
         """-> (piece ids [P], pieces per word [len(words)])."""
@@ -67,14 +68,27 @@ class PieceTable:
         return ragged_gather(self.flat, self.start[type_ids], k), k
 
     def _add(self, new: List[str]) -> None:
-        self.segment.prepare(new)
-        cache = self.segment.cache
-        per_type = [cache[t] for t in new]
-        length = np.fromiter(map(len, per_type), dtype=np.int64, count=len(per_type))
-        flat = self.pieces.intern([p for ps in per_type for p in ps])
+        batch = self.segment.batch
+        if batch is None:  # no BPE: every word is its one piece
+            length, flat = np.ones(len(new), np.int64), self.pieces.intern(new)
+        else:
+            display, length = batch.encode_ids(new)  # [pieces], [new types]
+            flat = self._piece_ids(batch, display)
         self.start = np.concatenate([self.start, len(self.flat) + starts_of(length)])
         self.length = np.concatenate([self.length, length])
         self.flat = np.concatenate([self.flat, flat])
+
+    def _piece_ids(self, batch, display: np.ndarray) -> np.ndarray:
+        """Piece ids of BatchBPE display ids [pieces]; the strings of display ids not seen before are built (once
+        per piece type)."""
+        if len(self._display) < 3 * len(batch.symbols):
+            grown = np.full(3 * len(batch.symbols), -1, np.int64)
+            grown[:len(self._display)] = self._display
+            self._display = grown
+        new = np.unique(display[self._display[display] < 0])
+        if len(new):
+            self._display[new] = self.pieces.intern([batch.piece(i) for i in new.tolist()])
+        return self._display[display]
 
 
 def vocab_from_bytes(data: np.ndarray) -> List[str]:
@@ -154,9 +168,15 @@ def expand_trees(word_sizes: np.ndarray, pieces_per_word: np.ndarray, tag_ids: n
     split = np.flatnonzero(pieces_per_word > 1)  # words that become nodes
     split_sent = owner(word_sizes)[split]
     new = np.stack([cum[split], cum[split + 1]], axis=1) - cum[word_start[split_sent]][:, None]  # [B, 2]
-    sent = np.concatenate([node_sent, split_sent])
-    all_spans = np.concatenate([moved, new]).reshape(-1, 2)
-    order = np.lexsort((-all_spans[:, 0], all_spans[:, 1], sent))
-    ids = np.concatenate([node_ids, tag_ids[split]])[order]
+    # merge into post-order: a word's node goes before the first node of its sentence that ends with or after
+    # it (the sentence's nodes are in post-order: ends never decrease)
+    big = int(cum[-1]) + 1
+    at = np.searchsorted(node_sent * big + moved[:, 1], split_sent * big + new[:, 1])  # [B] insertion points
+    out_new = at + np.arange(len(split))  # [B] places in the merged order
+    out_old = np.arange(len(node_ids)) + np.searchsorted(at, np.arange(len(node_ids)), side="right")  # [M]
+    all_spans = np.empty((len(node_ids) + len(split), 2), np.int64)
+    all_spans[out_old], all_spans[out_new] = moved, new
+    ids = np.empty(len(node_ids) + len(split), np.int64)
+    ids[out_old], ids[out_new] = node_ids, tag_ids[split]
     sizes = node_sizes + np.bincount(split_sent, minlength=len(node_sizes))
-    return sizes, ids, all_spans[order]
+    return sizes, ids, all_spans
