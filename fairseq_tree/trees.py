@@ -297,7 +297,64 @@ def canonicalize(raw: Sequence[RawTree], unary: str = "lowest") -> Tree:
 
 def tree_from_brackets(text: str, unary: str = "lowest") -> Tree:
     """Read one line (one or several trees) into canonical form."""
+    if unary == "lowest":
+        tree = _one_tree_lowest(text)
+        if tree is not None:
+            return tree
     return canonicalize(parse_brackets(text), unary=unary)
+
+
+# one match per (TAG word) preterminal, opening bracket (with its label, maybe empty), closing bracket or other
+# word: the tokens of _TOKEN_RE, a preterminal's four taken at once
+_FAST_RE = re.compile(r"\(\s*([^\s()]+)\s+([^\s()]+)\s*\)|\(\s*([^\s()]*)|(\))|([^\s()]+)")
+_STRIPPED: dict = {}  # label -> strip_function_tags(label): labels are few
+
+
+def _one_tree_lowest(text: str) -> Optional[Tree]:
+    """The fast path of ``canonicalize(parse_brackets(text), "lowest")``: one pass, no nested lists. It takes
+    one well-formed tree without empty elements (``-NONE-``) and returns None for anything else (several trees,
+    a bare word, an empty constituent, unbalanced brackets), which the general path then reads or rejects with
+    its message. With ``lowest``, a unary node (a wrapper included) adds nothing."""
+    words: List[str] = []
+    tags: List[Optional[str]] = []
+    labels: List[str] = []
+    spans: List[Span] = []
+    stack: List[list] = []  # open constituents: [label, first word, children so far]
+    unescape, stripped = _UNESCAPE_WORD.get, _STRIPPED
+    tops = 0
+    for tag, word, label, close, bare in _FAST_RE.findall(text):
+        if tag:
+            if tag == NONE_TAG:
+                return None
+            words.append(unescape(word, word))
+            t = stripped.get(tag)
+            if t is None:
+                t = stripped[tag] = strip_function_tags(tag)
+            tags.append(t)
+        elif close:
+            if not stack:
+                return None
+            label, start, children = stack.pop()
+            if children == 0:
+                return None
+            if children >= 2:
+                lab = stripped.get(label)
+                if lab is None:
+                    lab = stripped[label] = strip_function_tags(label)
+                labels.append(lab or ROOT_LABEL)
+                spans.append((start, len(words)))
+        elif bare:
+            return None
+        else:
+            stack.append([label, len(words), 0])
+            continue
+        if stack:
+            stack[-1][2] += 1
+        else:
+            tops += 1
+    if stack or tops != 1:
+        return None
+    return Tree(words, tags, labels, spans)
 
 
 def read_tree_lines(path: str, unary: str = "lowest") -> Iterator[Tree]:

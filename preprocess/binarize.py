@@ -7,7 +7,9 @@ Per example (see the README for file names): source leaves (token ids, **no EOS*
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, List, Sequence
+import shutil
+import struct
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 from fairseq.data import indexed_dataset
@@ -28,9 +30,6 @@ class ArrayBuilder:
         # same bytes and bookkeeping as MMapIndexedDatasetBuilder.add_item, without torch
         self._builder._data_file.write(arr.tobytes(order="C"))
         self._builder._sizes.append(arr.size)
-
-    def merge(self, prefix: str) -> None:
-        self._builder.merge_file_(prefix)
 
     def finalize(self) -> None:
         self._builder.finalize(indexed_dataset.index_file_path(self.prefix))
@@ -63,12 +62,65 @@ def encode(dictionary: Dictionary, tokens: Iterable[str], append_eos: bool) -> L
     return ids
 
 
+def write_index(path: str, dtype, sizes: Iterable[np.ndarray], count: int) -> None:
+    """An MMap index (fairseq's ``Index.writer`` bytes) of ``count`` items from chunks of their sizes;
+    ``sizes`` is iterated twice (sizes, then pointers), so chunks can be read one at a time."""
+    dtype = np.dtype(dtype)
+    with open(path, "wb") as f:
+        f.write(indexed_dataset.MMapIndexedDataset.Index._HDR_MAGIC)
+        f.write(struct.pack("<Q", 1))
+        f.write(struct.pack("<B", indexed_dataset._dtype_header_code(dtype.type)))
+        f.write(struct.pack("<Q", count))
+        for chunk in sizes:
+            f.write(np.asarray(chunk, dtype=np.int32).tobytes(order="C"))
+        address = 0
+        for chunk in sizes:  # pointers: byte offset of every item in the .bin
+            nbytes = np.asarray(chunk, dtype=np.int64) * dtype.itemsize
+            f.write((np.cumsum(nbytes) - nbytes + address).astype(np.int64).tobytes(order="C"))
+            address += int(nbytes.sum())
+
+
+def write_dataset(prefix: str, values: np.ndarray, sizes: np.ndarray) -> None:
+    """One dataset (``prefix.bin``/``.idx``) of ``len(sizes)`` items from their concatenated ``values``;
+    written under temporary names, renamed when complete."""
+    if int(sizes.sum()) != len(values):
+        raise ValueError(f"{prefix}: {len(values)} values for items of {int(sizes.sum())}")
+    tmp = prefix + ".tmp"
+    with open(indexed_dataset.data_file_path(tmp), "wb") as f:
+        f.write(values.tobytes(order="C"))
+    write_index(indexed_dataset.index_file_path(tmp), values.dtype, [sizes], len(sizes))
+    for src, dst in zip(dataset_files(tmp), dataset_files(prefix)):
+        os.replace(src, dst)
+
+
 def merge_datasets(shard_prefixes: Sequence[str], out_prefix: str, dtype) -> None:
-    """Concatenate shard datasets into ``out_prefix`` via temporary files renamed at the end."""
+    """Concatenate shard datasets into ``out_prefix`` via temporary files renamed at the end; streaming,
+    one shard's index in memory at a time."""
     tmp = out_prefix + ".tmp"
-    builder = ArrayBuilder(tmp, dtype)
-    for p in shard_prefixes:
-        builder.merge(p)
-    builder.finalize()
+    count = 0
+    with open(indexed_dataset.data_file_path(tmp), "wb") as out:
+        for p in shard_prefixes:
+            index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(p))
+            if index.dtype != np.dtype(dtype).type:
+                raise ValueError(f"{p}: dtype {index.dtype} is not {dtype}")
+            count += len(index)
+            del index
+            with open(indexed_dataset.data_file_path(p), "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 22)
+    write_index(indexed_dataset.index_file_path(tmp), dtype, _ShardSizes(shard_prefixes), count)
     for src, dst in zip(dataset_files(tmp), dataset_files(out_prefix)):
         os.replace(src, dst)
+
+
+class _ShardSizes:
+    """Iterable (more than once) over the item sizes of each shard's index, read when needed."""
+
+    def __init__(self, prefixes: Sequence[str]):
+        self.prefixes = prefixes
+
+    def __iter__(self):
+        for p in self.prefixes:
+            index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(p))
+            sizes = np.array(index.sizes)
+            del index
+            yield sizes

@@ -27,10 +27,11 @@ import os
 import shutil
 import time
 from collections import Counter
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from preprocess import sharded_layout as layout
 from preprocess import stages
+from preprocess.progress import Progress
 from preprocess.stages import PreprocessError, Shard, StageConfig
 
 logger = logging.getLogger("fairseq_tree.preprocess")
@@ -66,52 +67,48 @@ def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str], clas
 # --------------------------------------------------------------------------------------------------
 
 def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, init_args: tuple,
-               workers: int, workdir: str, suffix: str, launcher: Optional[tuple] = None) -> List[dict]:
-    """Run ``func`` on every shard not yet done (its ``.json`` exists); return metas in shard order.
+               workers: int, workdir: str, suffix: str, launcher: Optional[tuple] = None) -> Dict[str, dict]:
+    """Run ``func`` on every shard not yet done (its ``.json`` exists); return the shards' metas folded per
+    split (:func:`_fold`), reading one at a time so that memory does not grow with the corpus.
     ``launcher``: ``(submitit executor, jobs)`` to run them as a job array (:mod:`preprocess.launcher`)."""
-    from tqdm import tqdm
-
     todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
     if len(todo) < len(shards):
         logger.info("%s: resuming, %d of %d shards already done", name, len(shards) - len(todo), len(shards))
-    total = sum(s.num_lines for s in todo)
     if todo:
-        bar = tqdm(total=total, desc=name, unit="sent", disable=None, leave=False)
-        t0, done = time.perf_counter(), 0
-
-        def progress(s):  # the bar on a terminal, a log line per shard for log files
-            nonlocal done
-            done += s.num_lines
-            bar.update(s.num_lines)
-            logger.info("%s: shard %s done, %d/%d lines (%.0f lines/s)", name, s.name, done, total,
-                        done / max(time.perf_counter() - t0, 1e-9))
-
+        progress = Progress(name, sum(s.num_lines for s in todo))
         if launcher is not None:
             from preprocess.launcher import run_stage_jobs
 
-            run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1], progress)
+            run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1],
+                           lambda s: progress.update(s.num_lines))
         elif workers <= 1 or len(todo) == 1:
             init(*init_args)
             for s in todo:
                 func(s)
-                progress(s)
+                progress.update(s.num_lines)
         else:
             ctx = mp.get_context("fork")
             with ctx.Pool(min(workers, len(todo)), initializer=init, initargs=init_args) as pool:
                 for s, _ in zip(todo, pool.imap(func, todo)):
-                    progress(s)
-        bar.close()
-    metas = []
-    for s in shards:
+                    progress.update(s.num_lines)
+        progress.close()
+    totals: Dict[str, dict] = {}
+    for s in shards:  # in shard order: skipped/filtered lists stay in line order
         with open(os.path.join(workdir, s.name + suffix), encoding="utf-8") as f:
-            metas.append(json.load(f))
-    return metas
+            _fold(totals.setdefault(s.split, {}), json.load(f))
+    return totals
 
 
-def _sum_counts(metas: Iterable[dict], key: str, sub: Optional[str] = None) -> Counter:
-    total: Counter = Counter()
-    for m in metas:
-        total.update(m[key][sub] if sub else m[key])
+def _fold(total: dict, meta: dict) -> dict:
+    """Add a shard's meta into ``total`` in place: numbers summed, lists concatenated, dicts folded by key
+    (word counts, seconds, stats)."""
+    for key, value in meta.items():
+        if isinstance(value, dict):
+            _fold(total.setdefault(key, {}), value)
+        elif isinstance(value, list):
+            total.setdefault(key, []).extend(value)
+        else:
+            total[key] = total.get(key, 0) + value
     return total
 
 
@@ -190,10 +187,9 @@ def run(args) -> dict:
                 len(all_shards), args.parser, f"{launcher[1]} {args.launcher} jobs" if launcher
                 else f"{args.workers} workers")
     t0 = time.perf_counter()
-    parse_metas = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
-                             args.workers, workdir, ".parsed.json", launcher)
+    by_split = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
+                          args.workers, workdir, ".parsed.json", launcher)
     wall = {"parse": time.perf_counter() - t0}
-    by_split = _group(all_shards, parse_metas)
 
     # 2. BPE codes
     codes_path = os.path.join(destdir, "bpe.codes")
@@ -208,7 +204,8 @@ def run(args) -> dict:
             from preprocess.bpe import learn_codes
 
             t0 = time.perf_counter()
-            words = _sum_counts(by_split["train"], "src_word_counts") + _sum_counts(by_split["train"], "tgt_word_counts")
+            words = Counter(by_split["train"].get("src_word_counts", {}))
+            words.update(by_split["train"].get("tgt_word_counts", {}))
             learn_codes(words, args.bpe_merges, codes_path + ".tmp")
             os.replace(codes_path + ".tmp", codes_path)
             stages.atomic_write_text(os.path.join(workdir, "bpe.done"), "")
@@ -220,13 +217,12 @@ def run(args) -> dict:
 
     # 3. subwords
     t0 = time.perf_counter()
-    bpe_metas = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
-                           args.workers, workdir, ".bpe.json", launcher)
+    bpe_by_split = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
+                              args.workers, workdir, ".bpe.json", launcher)
     wall["bpe"] = time.perf_counter() - t0
-    bpe_by_split = _group(all_shards, bpe_metas)
 
     # 4. dictionaries
-    dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", []))
+    dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", {}))
     if classification:
         scheme = stages.class_scheme(classification)
         stages.atomic_write_text(os.path.join(destdir, stages.CLASSIFICATION_JSON), scheme.to_json(
@@ -236,9 +232,8 @@ def run(args) -> dict:
     else:
         # 5. binarize and merge (into DESTDIR, or each part into its shard directory)
         t0 = time.perf_counter()
-        bin_metas = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
-                               (cfg, dict_paths), args.workers, workdir, ".bin.json", launcher)
-        bin_by_split = _group(all_shards, bin_metas)
+        bin_by_split = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
+                                  (cfg, dict_paths), args.workers, workdir, ".bin.json", launcher)
         out_dir = (lambda p: destdir) if parts == 1 or part is not None else (lambda p: layout.shard_dir(destdir, p))
         targets = {split: [(out_dir(p), ps[p]) for p in sorted(ps)] for split, ps in by_part.items()}
         layout.copy_shared(destdir, dict_paths, sorted({d for ts in targets.values() for d, _ in ts}))
@@ -293,13 +288,12 @@ def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> 
     from fairseq.data.dictionary import Dictionary
 
     pm, bm = by_split["train"], bpe_by_split["train"]
-    skipped = sorted([e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]],
-                     key=lambda e: e["line"])
+    skipped = sorted(pm.get("skipped", []) + bm.get("skipped", []), key=lambda e: e["line"])
     return {"command": {k: v for k, v in vars(args).items() if k != "func"}, "dict_only": True,
             "dictionaries": {k: {"path": os.path.basename(p), "size": len(Dictionary.load(p))}
                              for k, p in dict_paths.items()},
-            "splits": {"train": {"files": files["train"], "lines": sum(m["lines"] for m in pm),
-                                 "sentences": sum(m["kept"] for m in bm), "skipped": len(skipped),
+            "splits": {"train": {"files": files["train"], "lines": pm["lines"],
+                                 "sentences": bm["kept"], "skipped": len(skipped),
                                  "skipped_lines": skipped}},
             "wall_seconds": round(total, 3)}
 
@@ -325,21 +319,15 @@ def parser_options(args) -> dict:
             "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device}
 
 
-def _group(shards: List[Shard], metas: List[dict]) -> Dict[str, List[dict]]:
-    out: Dict[str, List[dict]] = {}
-    for s, m in zip(shards, metas):
-        out.setdefault(s.split, []).append(m)
-    return out
-
-
-def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_metas: List[dict]) -> Dict[str, str]:
-    """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt; returns role -> path."""
+def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_meta: dict) -> Dict[str, str]:
+    """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt from the training split's folded bpe meta
+    (``counts``); returns role -> path."""
     from fairseq.data.dictionary import Dictionary
 
     from preprocess.binarize import build_dictionary
 
     def counts(role):
-        return _sum_counts(train_metas, "counts", role)
+        return Counter(train_meta.get("counts", {}).get(role, {}))
 
     def save(d: Dictionary, path: str):
         d.save(path + ".tmp")
@@ -368,6 +356,8 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
     label_dict = Dictionary.load(args.labeldict) if args.labeldict else build_dictionary(
         counts("labels"), padding_factor=1)
     save(label_dict, paths["labels"])
+    logger.info("dictionaries: %s", ", ".join(f"{os.path.basename(p)} {len(Dictionary.load(p))}"
+                                              for p in dict.fromkeys(paths.values())))
     return paths
 
 
@@ -388,26 +378,26 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: 
     for split, pairs in targets.items():
         for out_dir, split_shards in pairs:
             outs = output_prefixes(out_dir, split, src, tgt, classification)
+            progress = Progress(f"merge {split}", len(outs) + 1, unit="file", every=5.0)
             for key, out in outs.items():
                 merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out,
                                dtypes[key])
+                progress.update(1)
             trees_out = os.path.join(out_dir, f"{split}.{src}.trees")
             with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
-                for s in split_shards:
+                for s in split_shards:  # the raw tree field (the 2nd) of every row, streamed
                     with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
-                        for line in f:
-                            fout.write(line.split("\t", 2)[1] + "\n")
+                        fout.writelines(line.split("\t", 2)[1] + "\n" for line in f)
             os.replace(trees_out + ".tmp", trees_out)
+            progress.update(1)
+            progress.close()
 
 
-def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
-    """Classification counts of a split: sentences per class, labelled nodes and leaves, lines dropped by the
-    view (the neutral roots of --binary) with their line numbers."""
-    classes: Counter = Counter()
-    stats: Counter = Counter()
-    for m in bin_metas:
-        classes.update(m["class_counts"])
-        stats.update(m["stats"])
+def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
+    """Classification counts of a split (from its folded binarize meta): sentences per class, labelled nodes
+    and leaves, lines dropped by the view (the neutral roots of --binary) with their line numbers."""
+    classes: Counter = Counter(bin_meta.get("class_counts", {}))
+    stats: Counter = Counter(bin_meta.get("stats", {}))
     return {"sentences_per_class": dict(sorted(classes.items())),
             "labelled_nodes": stats["labelled_nodes"], "labelled_leaves": stats["labelled_leaves"],
             "filtered": len(filtered), "filtered_by_reason": dict(Counter(e["reason"] for e in filtered)),
@@ -415,6 +405,7 @@ def _class_report(bin_metas: List[dict], filtered: List[dict]) -> dict:
 
 
 def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
+    """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`)."""
     from fairseq.data.dictionary import Dictionary
 
     report = {"command": vars(args) if not isinstance(args, dict) else args, "splits": {},
@@ -425,13 +416,10 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
     n_parse = n_bpe = n_bin = 0
     for split, roles in files.items():
         pm, bm, xm = parse_by_split[split], bpe_by_split[split], bin_by_split[split]
-        skipped = [e for m in pm for e in m["skipped"]] + [e for m in bm for e in m["skipped"]]
-        skipped.sort(key=lambda e: e["line"])
-        filtered = [e for m in pm for e in m.get("filtered", [])]
-        stats = Counter()
-        for m in xm:
-            stats.update(m["stats"])
-        lines = sum(m["lines"] for m in pm)
+        skipped = sorted(pm.get("skipped", []) + bm.get("skipped", []), key=lambda e: e["line"])
+        filtered = pm.get("filtered", [])
+        stats = Counter(xm.get("stats", {}))
+        lines = pm["lines"]
         classification = getattr(args, "task", "translation") == "classification"
         report["splits"][split] = {
             "files": roles, "lines": lines, "sentences": stats["sentences"],
@@ -444,14 +432,10 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
         }
         assert stats["sentences"] + len(skipped) + len(filtered) == lines, \
             "every input line is either kept or reported"
-        for m in pm:
-            seconds.update(m["seconds"])
-        for m in bm:
-            seconds.update(m["seconds"])
-        for m in xm:
-            seconds.update(m["seconds"])
+        for m in (pm, bm, xm):
+            seconds.update(m.get("seconds", {}))
         n_parse += lines
-        n_bpe += sum(m["kept"] for m in pm)
+        n_bpe += pm["kept"]
         n_bin += stats["sentences"]
     w = args.workers
     report["throughput"] = {

@@ -155,10 +155,12 @@ def init_parse_worker(cfg: StageConfig) -> None:
 
 def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
     from preprocess.bpe import Segmenter
+    from preprocess.columns import PieceTable
 
     _STATE.clear()
     _STATE["cfg"] = cfg
     _STATE["segment"] = Segmenter(codes_path)
+    _STATE["pieces"] = PieceTable(_STATE["segment"])
 
 
 def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
@@ -329,56 +331,158 @@ def _parse_call(parser, batch: List[List[str]]) -> List[object]:
 # --------------------------------------------------------------------------------------------------
 
 def bpe_shard(shard: Shard) -> dict:
-    """Rows ``lineno, compact subword tree (4 fields), target pieces`` for the kept lines."""
+    """Stage 2 of a shard: subword trees and targets, length filter, counts of the training split.
+
+    The shard's new word types are segmented in one batch (:meth:`Segmenter.prepare`); sentences are then
+    handled as columns (:mod:`preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one sentence at
+    a time, for classification, whose binarize stage needs each tree).
+    """
+    cfg: StageConfig = _STATE["cfg"]
+    base = os.path.join(cfg.workdir, shard.name)
+    t0 = time.perf_counter()
+    errors = _Errors(cfg.on_error)
+    if cfg.classification:
+        kept, counts = _bpe_rows(shard, _read_kept_parsed(base + ".parsed.tsv"), errors)
+    else:
+        kept, counts = _bpe_columns(shard, errors)
+    meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
+            "counts": counts}
+    write_meta(base + ".bpe.json", meta)
+    return meta
+
+
+def _bpe_columns(shard: Shard, errors: "_Errors"):
+    """Translation (or --only-source): every column of the shard at once -> ``.bpe.npz``; returns
+    (kept sentences, counts)."""
+    import numpy as np
+
+    from preprocess import columns as C
+
+    cfg: StageConfig = _STATE["cfg"]
+    table: C.PieceTable = _STATE["pieces"]
+    paths = cfg.paths[shard.split]
+    base = os.path.join(cfg.workdir, shard.name)
+    cols = C.read_parsed(base + ".parsed.tsv")
+    n = len(cols[0])
+    linenos = np.asarray([int(x) for x in cols[0]], dtype=np.int64)  # [S]
+    words, word_sizes = C.split_column(cols[2])
+    labels, node_sizes = C.split_column(cols[4])
+    spans_f = [f for f in cols[5] if f]
+    spans = (np.fromstring(" ".join(spans_f), dtype=np.int64, sep=" ") if spans_f
+             else np.zeros(0, np.int64)).reshape(-1, 2)  # [M, 2]
+    has_tgt = cfg.tgt_lang is not None
+    tgt_words, tgt_sizes = C.split_column(cols[6]) if has_tgt else ([], np.zeros(n, np.int64))
+    leaves, k = table.lookup(words)  # [P] piece ids, [W] pieces per word
+    leaf_sizes = np.bincount(C.owner(word_sizes), weights=k, minlength=n).astype(np.int64)
+    tgt, kt = table.lookup(tgt_words)
+    tgt_piece_sizes = np.bincount(C.owner(tgt_sizes), weights=kt, minlength=n).astype(np.int64)
+    # node labels, and the tags of split words (the labels of their new nodes)
+    label_vocab = C.Vocab()
+    node_ids = label_vocab.intern(labels)
+    tag_ids = np.zeros(len(words), np.int64)
+    split = np.flatnonzero(k > 1)
+    if len(split):
+        tags, _ = C.split_column(cols[3])
+        tag_ids[split] = label_vocab.intern([tags[i] for i in split.tolist()])
+    node_sizes, node_ids, spans = C.expand_trees(word_sizes, k, tag_ids, node_sizes, node_ids, spans)
+    keep = _length_filter(linenos, leaf_sizes + node_sizes, tgt_piece_sizes, tgt_sizes == 0 if has_tgt else None,
+                          paths, errors)
+    leaves, tgt = leaves[np.repeat(keep, leaf_sizes)], tgt[np.repeat(keep, tgt_piece_sizes)]
+    both = np.concatenate([leaves, tgt])
+    used = np.flatnonzero(np.bincount(both, minlength=len(table.pieces)))  # shard-local piece ids: ranks in used
+    local = np.zeros(len(table.pieces), np.int64)
+    local[used] = np.arange(len(used))
+    local = local[both]
+    pieces = [table.pieces.strings[i] for i in used.tolist()]
+    arrays = {"lineno": linenos[keep], "labels": C.strings_to_bytes(label_vocab.strings),
+              "pieces": C.strings_to_bytes(pieces),
+              "leaves": local[:len(leaves)].astype(np.int32), "tgt": local[len(leaves):].astype(np.int32),
+              "nodes": node_ids[np.repeat(keep, node_sizes)].astype(np.int32),
+              "spans": spans.reshape(-1)[np.repeat(keep, 2 * node_sizes)].astype(np.int32),
+              "leaf_sizes": leaf_sizes[keep], "node_sizes": node_sizes[keep], "tgt_sizes": tgt_piece_sizes[keep]}
+    with open(base + ".bpe.npz.tmp", "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(base + ".bpe.npz.tmp", base + ".bpe.npz")
+    counts = {"src": {}, "tgt": {}, "labels": {}}
+    if shard.split == "train":
+        counts = {"src": _count(arrays["leaves"], pieces), "tgt": _count(arrays["tgt"], pieces),
+                  "labels": _count(arrays["nodes"], label_vocab.strings)}
+    return int(keep.sum()), counts
+
+
+def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
+    """Sentences within --max-positions and with target tokens [S] (bool); the others are reported in line
+    order (source length first). ``no_tgt`` [S] marks targets with no token (None: no targets)."""
+    import numpy as np
+
+    cfg: StageConfig = _STATE["cfg"]
+    bad_src = src_len > cfg.max_positions
+    no_tgt = np.zeros(len(src_len), dtype=bool) if no_tgt is None else no_tgt
+    bad_tgt = ~no_tgt & (tgt_len + 1 > cfg.max_positions)
+    for i in np.flatnonzero(bad_src | bad_tgt | no_tgt).tolist():
+        if bad_src[i]:
+            errors.add(paths["src"], int(linenos[i]), "too_long",
+                       f"source has {src_len[i]} leaves + nodes > --max-positions {cfg.max_positions}")
+        elif no_tgt[i]:
+            errors.add(paths["tgt"], int(linenos[i]), "empty_line", "no target tokens after tokenization")
+        else:
+            errors.add(paths["tgt"], int(linenos[i]), "too_long",
+                       f"target has {tgt_len[i] + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
+    return ~(bad_src | bad_tgt | no_tgt)
+
+
+def _count(ids, strings: List[str]) -> Dict[str, int]:
+    """Occurrences of every string (``strings[i]`` for id ``i``) among ``ids`` (the absent ones left out)."""
+    import numpy as np
+
+    counts = np.bincount(ids, minlength=len(strings))
+    return {strings[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+
+
+def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
+    """Classification: one sentence at a time -> ``.bpe.tsv`` rows; returns (kept sentences, counts)."""
     cfg: StageConfig = _STATE["cfg"]
     segment = _STATE["segment"]
     paths = cfg.paths[shard.split]
-    errors = _Errors(cfg.on_error)
     base = os.path.join(cfg.workdir, shard.name)
-    t0 = time.perf_counter()
+    segment.prepare(_words_of(rows, 2))
     counts = {"src": Counter(), "tgt": Counter(), "labels": Counter()}
-    train = shard.split == "train"
-    rows = []
-    kept = 0
-    with open(base + ".parsed.tsv", encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            if fields[7]:  # skipped in stage 1
-                continue
-            lineno = int(fields[0])
-            words = fields[2].split(" ")
-            if segment.split_words(words) is None:  # no word split: the compact tree stays as it is
-                labels = fields[4].split(" ") if fields[4] else []
-                compact = "\t".join(fields[2:6])
-            else:
-                tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
-                words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
-            if cfg.classification:  # the target field is a class: kept as it is
-                labels, tgt, label_field = node_inputs(labels, cfg.classification["node_inputs"]), None, fields[6]
-            else:
-                tgt = segment.segment_tokens(fields[6].split(" ")) if fields[6] else None
-                label_field = " ".join(tgt) if tgt else ""
-            src_len = len(words) + len(labels)
-            if src_len > cfg.max_positions:
-                errors.add(paths["src"], lineno, "too_long",
-                           f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
-                continue
-            if tgt is not None and len(tgt) + 1 > cfg.max_positions:
-                errors.add(paths["tgt"], lineno, "too_long",
-                           f"target has {len(tgt) + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
-                continue
-            if train:
-                counts["src"].update(words)
-                counts["labels"].update(labels)
-                if tgt is not None:
-                    counts["tgt"].update(tgt)
-            rows.append(f"{lineno}\t{compact}\t{label_field}\n")
-            kept += 1
-    atomic_write_text(base + ".bpe.tsv", "".join(rows))
-    meta = {"kept": kept, "skipped": errors.skipped, "seconds": {"bpe": time.perf_counter() - t0},
-            "counts": {k: dict(v) for k, v in counts.items()}}
-    write_meta(base + ".bpe.json", meta)
-    return meta
+    out = []
+    for fields in rows:
+        lineno = int(fields[0])
+        words = fields[2].split(" ")
+        if segment.split_words(words) is None:  # no word split: the compact tree stays as it is
+            labels = fields[4].split(" ") if fields[4] else []
+            compact = "\t".join(fields[2:6])
+        else:
+            tree = expand_subwords(compact_to_tree(fields[2:6]), segment)
+            words, labels, compact = tree.words, tree.labels, tree_to_compact(tree)
+        labels = node_inputs(labels, cfg.classification["node_inputs"])  # the target field is a class
+        src_len = len(words) + len(labels)
+        if src_len > cfg.max_positions:
+            errors.add(paths["src"], lineno, "too_long",
+                       f"source has {src_len} leaves + nodes > --max-positions {cfg.max_positions}")
+            continue
+        if shard.split == "train":
+            counts["src"].update(words)
+            counts["labels"].update(labels)
+        out.append(f"{lineno}\t{compact}\t{fields[6]}\n")
+    atomic_write_text(base + ".bpe.tsv", "".join(out))
+    return len(out), {k: dict(v) for k, v in counts.items()}
+
+
+def _read_kept_parsed(path: str) -> List[List[str]]:
+    """The fields of the rows of a ``.parsed.tsv`` not skipped in stage 1."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    rows = [line.split("\t") for line in lines if line]
+    return [r for r in rows if not r[7]]
+
+
+def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
+    """Every space-separated word of the given (non-empty) columns of all rows, concatenated."""
+    fields = [r[c] for c in columns if c is not None for r in rows if r[c]]
+    return " ".join(fields).split(" ") if fields else []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -391,59 +495,92 @@ def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
 
 
 def binarize_shard(shard: Shard) -> dict:
+    """The shard's ``.bpe.tsv`` -> its leaves, nodes, spans (and target, or class targets) datasets."""
+    cfg: StageConfig = _STATE["cfg"]
+    base = os.path.join(cfg.workdir, shard.name)
+    t0 = time.perf_counter()
+    prefixes = shard_dataset_prefixes(cfg.workdir, shard)
+    if cfg.classification:
+        with open(base + ".bpe.tsv", encoding="utf-8") as f:
+            rows = [line.split("\t") for line in f.read().split("\n") if line]
+        stats, class_counts = _binarize_classification(rows, prefixes)
+    else:
+        stats, class_counts = _binarize_translation(base + ".bpe.npz", prefixes), None
+    meta = {"stats": stats, "seconds": {"binarize": time.perf_counter() - t0}}
+    if class_counts is not None:
+        meta["class_counts"] = class_counts
+    write_meta(base + ".bin.json", meta)
+    return meta
+
+
+def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
+    """A ``.bpe.npz`` (:mod:`preprocess.columns`) -> the shard's datasets: every shard-local string is looked up
+    in its dictionary once, then each column is one gather and one write (the bytes of one ``add_item`` per
+    sentence). Returns the stats."""
+    import numpy as np
+
+    from preprocess.binarize import token_dtype, write_dataset
+    from preprocess.columns import vocab_from_bytes
+
+    dicts = _STATE["dicts"]
+    with np.load(path) as z:
+        a = {k: z[k] for k in z.files}
+    pieces, labels = vocab_from_bytes(a["pieces"]), vocab_from_bytes(a["labels"])
+
+    def ids(d, strings, column):  # [items] dictionary ids of a column of shard-local ids
+        table = np.asarray([d.indices.get(t, d.unk_index) for t in strings], dtype=np.int64)
+        return table[column].astype(token_dtype(d)) if len(column) else np.zeros(0, token_dtype(d))
+
+    leaves, nodes = ids(dicts["src"], pieces, a["leaves"]), ids(dicts["labels"], labels, a["nodes"])
+    write_dataset(prefixes["leaves"], leaves, a["leaf_sizes"])
+    write_dataset(prefixes["nodes"], nodes, a["node_sizes"])
+    write_dataset(prefixes["spans"], a["spans"], 2 * a["node_sizes"])
+    stats = {"sentences": len(a["lineno"]), "source_tokens": len(leaves), "nodes": len(nodes),
+             "source_unk": int((leaves == dicts["src"].unk_index).sum()),
+             "label_unk": int((nodes == dicts["labels"].unk_index).sum())}
+    if "tgt" in dicts:
+        tgt, sizes = ids(dicts["tgt"], pieces, a["tgt"]), a["tgt_sizes"]
+        tgt = np.insert(tgt, np.cumsum(sizes), dicts["tgt"].eos_index)  # EOS after every sentence
+        write_dataset(prefixes["tgt"], tgt, sizes + 1)
+        stats.update(target_tokens=len(tgt), target_unk=int((tgt == dicts["tgt"].unk_index).sum()))
+    return stats
+
+
+def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
+    """One sentence at a time: the class targets need each tree. Returns (stats, class counts)."""
     import numpy as np
 
     from preprocess.binarize import ArrayBuilder, encode, token_dtype
 
     cfg: StageConfig = _STATE["cfg"]
     dicts = _STATE["dicts"]
-    base = os.path.join(cfg.workdir, shard.name)
-    t0 = time.perf_counter()
-    prefixes = shard_dataset_prefixes(cfg.workdir, shard)
-    has_tgt = "tgt" in dicts
     builders = {
         "leaves": ArrayBuilder(prefixes["leaves"] + ".tmp", token_dtype(dicts["src"])),
         "nodes": ArrayBuilder(prefixes["nodes"] + ".tmp", token_dtype(dicts["labels"])),
         "spans": ArrayBuilder(prefixes["spans"] + ".tmp", np.int32),
     }
-    if has_tgt:
-        builders["tgt"] = ArrayBuilder(prefixes["tgt"] + ".tmp", token_dtype(dicts["tgt"]))
-    classify = _ClassTargets(cfg.classification) if cfg.classification else None
-    if classify:
-        builders.update({k: ArrayBuilder(prefixes[k] + ".tmp", TARGET_DTYPE) for k in TARGET_KEYS})
+    classify = _ClassTargets(cfg.classification)
+    builders.update({k: ArrayBuilder(prefixes[k] + ".tmp", TARGET_DTYPE) for k in TARGET_KEYS})
     stats = Counter()
-    with open(base + ".bpe.tsv", encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            words = fields[1].split(" ")
-            labels = fields[3].split(" ") if fields[3] else []
-            spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
-            if classify:
-                labels = classify.add(compact_to_tree(fields[1:5]), fields[5], builders, stats)
-            leaves = encode(dicts["src"], words, append_eos=False)
-            nodes = encode(dicts["labels"], labels, append_eos=False)
-            builders["leaves"].add(leaves)
-            builders["nodes"].add(nodes)
-            builders["spans"].add(spans)
-            stats["sentences"] += 1
-            stats["source_tokens"] += len(leaves)
-            stats["source_unk"] += leaves.count(dicts["src"].unk_index)
-            stats["nodes"] += len(nodes)
-            stats["label_unk"] += nodes.count(dicts["labels"].unk_index)
-            if has_tgt:
-                tgt = encode(dicts["tgt"], fields[5].split(" "), append_eos=True)
-                builders["tgt"].add(tgt)
-                stats["target_tokens"] += len(tgt)
-                stats["target_unk"] += tgt.count(dicts["tgt"].unk_index)
+    for fields in rows:
+        words = fields[1].split(" ")
+        spans = [int(x) for x in fields[4].split(" ")] if fields[4] else []
+        labels = classify.add(compact_to_tree(fields[1:5]), fields[5], builders, stats)
+        leaves = encode(dicts["src"], words, append_eos=False)
+        nodes = encode(dicts["labels"], labels, append_eos=False)
+        builders["leaves"].add(leaves)
+        builders["nodes"].add(nodes)
+        builders["spans"].add(spans)
+        stats["sentences"] += 1
+        stats["source_tokens"] += len(leaves)
+        stats["source_unk"] += leaves.count(dicts["src"].unk_index)
+        stats["nodes"] += len(nodes)
+        stats["label_unk"] += nodes.count(dicts["labels"].unk_index)
     for key, b in builders.items():
         b.finalize()
         for ext in (".bin", ".idx"):
             os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
-    meta = {"stats": dict(stats), "seconds": {"binarize": time.perf_counter() - t0}}
-    if classify:
-        meta["class_counts"] = dict(classify.class_counts)
-    write_meta(base + ".bin.json", meta)
-    return meta
+    return dict(stats), dict(classify.class_counts)
 
 
 class _ClassTargets:
