@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence
 
 import numpy as np
 from fairseq.data import indexed_dataset
