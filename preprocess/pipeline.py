@@ -195,8 +195,7 @@ def run(args) -> dict:
     codes_path = os.path.join(destdir, "bpe.codes")
     if args.bpe_codes:
         if os.path.abspath(args.bpe_codes) != os.path.abspath(codes_path):
-            shutil.copyfile(args.bpe_codes, codes_path + ".tmp")
-            os.replace(codes_path + ".tmp", codes_path)
+            stages.atomic_copy(args.bpe_codes, codes_path)
     elif args.bpe_merges:
         if "train" not in by_split:
             raise PreprocessError("--bpe-merges needs --trainpref (BPE is learned on train only)")

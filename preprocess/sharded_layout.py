@@ -15,10 +15,9 @@ dictionaries and codes in DESTDIR (or with ``--srcdict/--tgtdict/--labeldict/--b
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Dict, List, Optional, Tuple
 
-from preprocess.stages import PreprocessError, Shard
+from preprocess.stages import PreprocessError, Shard, atomic_copy
 
 #: what a first pass (``--dict-only``) leaves in DESTDIR and every shard directory gets a copy of
 SHARED_FILES = ("bpe.codes", "classification.json")
@@ -98,7 +97,7 @@ def make_shards(split: str, files: Dict[str, str], shard_size: int, parts: int =
     return out
 
 
-def first_pass_files(destdir: str, src: str, tgt: Optional[str], joined: bool) -> Dict[str, str]:
+def first_pass_files(destdir: str, src: str, tgt: Optional[str]) -> Dict[str, str]:
     """The dictionaries and codes a ``--dict-only`` run left in ``destdir`` (those that exist)."""
     names = {"srcdict": f"dict.{src}.txt", "labeldict": f"dict.{src}.labels.txt", "bpe_codes": "bpe.codes"}
     if tgt:
@@ -112,7 +111,7 @@ def fix_vocabularies(args, destdir: str, src: str, tgt: Optional[str]) -> None:
     if args.bpe_merges:
         raise PreprocessError("--shard-id cannot learn BPE (--bpe-merges): every shard must use the same codes; "
                               "run a first pass with --dict-only and --bpe-merges, or give --bpe-codes")
-    found = first_pass_files(destdir, src, tgt, args.joined_dictionary)
+    found = first_pass_files(destdir, src, tgt)
     for key, path in found.items():
         if not getattr(args, key):
             setattr(args, key, path)
@@ -132,5 +131,4 @@ def copy_shared(from_dir: str, dict_paths: Dict[str, str], out_dirs: List[str]) 
         for f in files:
             dst = os.path.join(d, os.path.basename(f))
             if os.path.exists(f) and os.path.abspath(f) != os.path.abspath(dst):
-                shutil.copyfile(f, dst + ".tmp")
-                os.replace(dst + ".tmp", dst)
+                atomic_copy(f, dst)

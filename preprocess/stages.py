@@ -92,6 +92,14 @@ def atomic_write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def atomic_copy(src: str, dst: str) -> None:
+    """Copy ``src`` to ``dst`` under a temporary name renamed into place (no half-written ``dst``)."""
+    import shutil
+
+    shutil.copyfile(src, dst + ".tmp")
+    os.replace(dst + ".tmp", dst)
+
+
 def write_meta(path: str, meta: dict) -> None:
     atomic_write_text(path, json.dumps(meta))
 
