@@ -16,12 +16,17 @@ def fifty(tmp_path_factory):
     aligned dependency trees."""
     if not (PTB / "train.mrg").is_file():
         pytest.skip(f"{PTB} not found")
-    d = tmp_path_factory.mktemp("lal50")
+    return treebank_slice(tmp_path_factory.mktemp("lal50"), 50)
+
+
+def treebank_slice(d, n):
+    """``d/t.mrg`` + ``d/t.conllu``: the first ``n`` PTB-sample training trees of 5-20 words and their
+    dependency trees, binarized into ``d/bin`` (train = valid); returns ``d``."""
     mrg = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()
     blocks = [b for b in (PTB / "train.conllu").read_text(encoding="utf-8").split("\n\n") if b.strip()]
     assert len(mrg) == len(blocks)
     sel = [i for i, b in enumerate(blocks)
-           if 5 <= sum(1 for line in b.splitlines() if not line.startswith("#")) <= 20][:50]
+           if 5 <= sum(1 for line in b.splitlines() if not line.startswith("#")) <= 20][:n]
     (d / "t.mrg").write_text("\n".join(mrg[i] for i in sel) + "\n", encoding="utf-8")
     (d / "t.conllu").write_text("\n\n".join(blocks[i] for i in sel) + "\n\n", encoding="utf-8")
     _run(BIN / "python", "-m", "fairseq_tree.data.parsing_data", "--destdir", d / "bin", "--train", d / "t.mrg",

@@ -12,6 +12,7 @@ import torch
 
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
+from test_lal_cli import treebank_slice
 from preprocess.parsers import BatchedBackend, ParseError, check_device, length_batches
 
 PTB = SHARED / "data" / "ptb_sample"
@@ -30,15 +31,7 @@ def lal_ckpt(tmp_path_factory):
     """lal_parser_tiny, --no-pos-tags, 2 epochs on the first 40 training trees of 5-20 words (junk trees, a real
     model: near-tied scores make batch invariance a strict test)."""
     _need_ptb()
-    d = tmp_path_factory.mktemp("lal")
-    mrg = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()
-    blocks = [b for b in (PTB / "train.conllu").read_text(encoding="utf-8").split("\n\n") if b.strip()]
-    sel = [i for i, b in enumerate(blocks)
-           if 5 <= sum(1 for line in b.splitlines() if not line.startswith("#")) <= 20][:40]
-    (d / "t.mrg").write_text("\n".join(mrg[i] for i in sel) + "\n", encoding="utf-8")
-    (d / "t.conllu").write_text("\n\n".join(blocks[i] for i in sel) + "\n\n", encoding="utf-8")
-    _run(BIN / "python", "-m", "fairseq_tree.data.parsing_data", "--destdir", d / "bin", "--train", d / "t.mrg",
-         "--train-dep", d / "t.conllu", "--valid", d / "t.mrg", "--valid-dep", d / "t.conllu")
+    d = treebank_slice(tmp_path_factory.mktemp("lal"), 40)
     _run(BIN / "fairseq-train", d / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "constituency_parsing",
          "--arch", "lal_parser_tiny", "--criterion", "span_hinge_dependency", "--optimizer", "adam", "--lr", "4e-3",
          "--batch-size", "10", "--max-epoch", "2", "--cpu", "--seed", "1", "--save-dir", d / "ck",
