@@ -4,7 +4,7 @@ setup(
     name="fairseq-tree",
     version="0.1.0",
     description="Syntax trees in fairseq Transformers: tree2seq, constituent attention, StructFormer, LAL parser",
-    packages=find_packages(include=["fairseq_tree", "fairseq_tree.*", "preprocess", "preprocess.*"]),
+    packages=find_packages(include=["fairseq_tree", "fairseq_tree.*"]),
     python_requires=">=3.9",
     install_requires=[
         # fairseq is not listed: install torch (your CUDA build, or 2.13.0 CPU) and then fairseq yourself
@@ -23,7 +23,7 @@ setup(
     ],
     entry_points={
         "console_scripts": [
-            "fairseq-tree-preprocess = preprocess.cli:cli_main",
+            "fairseq-tree-preprocess = fairseq_tree.preprocess.cli:cli_main",
             "fairseq-tree-parse = fairseq_tree.evaluation.parse_cli:cli_main",
             "fairseq-tree-induce = fairseq_tree.evaluation.induce_cli:cli_main",
             "fairseq-tree-score = fairseq_tree.evaluation.score_cli:cli_main",

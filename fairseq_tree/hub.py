@@ -111,10 +111,10 @@ class ClassifierHubInterface:
 
     def _parse(self, texts: List[str]) -> List[str]:
         if self._parser is None:
-            from preprocess.parsers import build_parser
+            from fairseq_tree.preprocess.parsers import build_parser
 
             self._parser = build_parser(self._parser_name, **self._parser_options)
-        from preprocess.text import Tokenizer
+        from fairseq_tree.preprocess.text import Tokenizer
 
         tokenize = Tokenizer(self._tokenize, "en", ptb=True)
         return self._parser.parse([tokenize(t) for t in texts])
@@ -193,7 +193,7 @@ class InductionHubInterface:
 
 def _tokenized(sentences: Sequence, tokenize: str) -> List[List[str]]:
     """Token lists as given; strings split by the pipeline's tokenizer (``none``: on whitespace)."""
-    from preprocess.text import Tokenizer
+    from fairseq_tree.preprocess.text import Tokenizer
 
     tok = Tokenizer(tokenize, "en", ptb=True)
     return [list(s) if not isinstance(s, str) else tok(s) for s in sentences]

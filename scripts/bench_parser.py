@@ -108,7 +108,7 @@ def main():
         stanza_dir = str(cache)
     if stanza_dir is None and not args.quick:
         print(f"training a tiny stanza model into {cache} (once)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "preprocess.stanza_train", str(tmp / "train.mrg"), str(cache),
+        subprocess.run([sys.executable, "-m", "fairseq_tree.preprocess.stanza_train", str(tmp / "train.mrg"), str(cache),
                         "--size", "tiny"], cwd=str(REPO), check=True)
         stanza_dir = str(cache)
     if stanza_dir is None:
@@ -116,7 +116,7 @@ def main():
               "run without --quick to train a tiny stanza model once", file=sys.stderr)
         kv["stanza_parse_sents_per_s"] = "skipped"
     else:
-        from preprocess.parsers.stanza_parser import StanzaParser
+        from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 
         sp = StanzaParser(model_dir=stanza_dir, num_threads=1)
         sp.parse(sents[:4])  # warm-up

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fairseq_tree.trees import Tree, distances_to_tree, to_brackets  # noqa: E402
-from preprocess.text import Tokenizer  # noqa: E402
+from fairseq_tree.preprocess.text import Tokenizer  # noqa: E402
 
 
 def main():
@@ -82,7 +82,7 @@ def main():
         bpe_bin = n / ((tp["bpe"]["worker_seconds"] + tp["binarize"]["worker_seconds"]) / args.workers)
 
         # fairseq-preprocess on the same subword text (leaves as the source), same workers
-        from preprocess.bpe import Segmenter
+        from fairseq_tree.preprocess.bpe import Segmenter
 
         seg = Segmenter(str(tmp / "codes" / "bpe.codes"))
         tgt_tok = Tokenizer("moses", "de")
@@ -106,7 +106,7 @@ def main():
 
     parse_rate = None
     if args.stanza_model_dir:
-        from preprocess.parsers.stanza_parser import StanzaParser
+        from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 
         k = args.parse_sentences or (50 if args.quick else 1000)
         parser = StanzaParser(model_dir=args.stanza_model_dir)

@@ -48,7 +48,7 @@ for C in $CONFIGS; do
 import json, sys, time
 from fairseq_tree.data.parsing_data import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import bracket_f1
-from preprocess.parsers.stanza_parser import StanzaParser
+from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 sm, d, w, size = sys.argv[1:5]
 parser = StanzaParser(model_dir=sm)
 row = []

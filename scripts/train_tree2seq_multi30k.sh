@@ -27,7 +27,7 @@ if [ ! -f "$TRIV/preprocess.json" ]; then
   for s in train valid test; do
     "$PY" "$REPO/scripts/make_trivial_trees.py" "$BIN/$s.en.trees" "$WORK/trivial_trees/$s.en.trees" --shape right
   done
-  "$PY" -m preprocess.cli -s en -t de --trainpref "$M30K/train" --validpref "$M30K/valid" --testpref "$M30K/test" \
+  "$PY" -m fairseq_tree.preprocess.cli -s en -t de --trainpref "$M30K/train" --validpref "$M30K/valid" --testpref "$M30K/test" \
     --parser given --trees-dir "$WORK/trivial_trees" --bpe-codes "$BIN/bpe.codes" --joined-dictionary \
     --srcdict "$BIN/dict.en.txt" --on-error skip --workers 2 --destdir "$TRIV"
 fi

@@ -83,7 +83,7 @@ def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
     """The model as a pipeline backend: predicted tags, one line per tree, ParseError names the sentence."""
     from fairseq_tree.data.parsing_data import read_parse_trees
     from fairseq_tree.trees import tree_from_brackets
-    from preprocess.parsers.lal_parser import LALBackend
+    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
 
     backend = LALBackend.from_options(model=str(notags_ckpt), batch_size=7)
     gold = list(read_parse_trees(str(fifty / "t.mrg")))[:12]
@@ -94,7 +94,7 @@ def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
         tree = tree_from_brackets(line)
         assert tree.words == t.words and "\n" not in line
         assert all(tag and tag != "X" for tag in tree.tags)  # predicted POS tags
-    from preprocess.parsers import ParseError
+    from fairseq_tree.preprocess.parsers import ParseError
 
     with pytest.raises(ParseError) as e:
         backend.parse([["a"], []])
@@ -105,8 +105,8 @@ def test_preprocess_with_parser_lal(fifty, notags_ckpt, tmp_path):
     """fairseq-tree-preprocess --parser lal (2 worker processes, each loading the checkpoint) writes the trees the
     backend gives when called directly on the same tokens in one batch of another size."""
     from fairseq_tree.trees import read_tree_lines
-    from preprocess.parsers.lal_parser import LALBackend
-    from preprocess.text import Tokenizer
+    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
+    from fairseq_tree.preprocess.text import Tokenizer
 
     m30k = SHARED / "data" / "multi30k"
     for lang in ("en", "de"):

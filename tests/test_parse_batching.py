@@ -1,4 +1,4 @@
-"""Parser backends on a device, in length-sorted batches (preprocess/parsers): the trees of a shuffled list of real
+"""Parser backends on a device, in length-sorted batches (fairseq_tree/preprocess/parsers): the trees of a shuffled list of real
 sentences (ptb_sample) are those of parsing them one at a time and in input-order batches, results come back in
 input order, and ParseError names the right input sentence. Real checkpoints (tiny lal_parser and
 constituent_transformer trained here through fairseq-train; tiny stanza models from conftest), real CLIs."""
@@ -13,7 +13,7 @@ import torch
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 from test_lal_cli import treebank_slice
-from preprocess.parsers import BatchedBackend, ParseError, check_device, length_batches
+from fairseq_tree.preprocess.parsers import BatchedBackend, ParseError, check_device, length_batches
 
 PTB = SHARED / "data" / "ptb_sample"
 NO_CUDA = not torch.cuda.is_available()
@@ -56,7 +56,7 @@ def induced_ckpt(tmp_path_factory):
 
 
 def _backend(name, request, **options):
-    from preprocess.parsers import build_parser
+    from fairseq_tree.preprocess.parsers import build_parser
 
     if name == "stanza":
         return build_parser("stanza", model_dir=str(request.getfixturevalue("tiny_stanza_models")), **options)
@@ -203,7 +203,7 @@ def test_run_parser_sorts_a_shard_and_restores_its_order(request, ptb_sentences)
     """stages._run_parser (what parse_shard calls) over 60 shuffled sentences in calls of 16: the trees of
     one-at-a-time parsing in input order, a failure at its own position; each call's lengths lie above the
     previous call's."""
-    from preprocess.stages import _run_parser
+    from fairseq_tree.preprocess.stages import _run_parser
 
     backend = _backend("lal", request, batch_size=16)
     reference = [backend.parse([s])[0] for s in ptb_sentences]
@@ -223,8 +223,8 @@ def test_run_parser_sorts_a_shard_and_restores_its_order(request, ptb_sentences)
 def test_preprocess_records_the_device(lal_ckpt, tmp_path):
     """fairseq-tree-preprocess --parser lal --device cpu: the device is in preprocess.json's command and the trees
     are those of the backend called directly."""
-    from preprocess.parsers.lal_parser import LALBackend
-    from preprocess.text import Tokenizer
+    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
+    from fairseq_tree.preprocess.text import Tokenizer
 
     lines = (SHARED / "data" / "multi30k" / "train.en").read_text(encoding="utf-8").splitlines()[:30]
     (tmp_path / "train.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -254,7 +254,7 @@ def test_cli_device_cuda_without_cuda_fails_before_any_work(cli, tmp_path):
 def test_classify_passes_its_device_to_the_parser():
     """fairseq-tree-classify has one --device (the classifier's and the raw-text parser's)."""
     from fairseq_tree.evaluation.classify_cli import get_parser
-    from preprocess.pipeline import parser_options
+    from fairseq_tree.preprocess.pipeline import parser_options
 
     args = get_parser().parse_args(["--path", "c.pt", "--input", "x", "--parser", "lal", "--parser-model", "m.pt",
                                     "--device", "cpu"])

@@ -11,7 +11,7 @@ from conftest import BIN, REPO, SHARED, run_command
 
 from fairseq.data import Dictionary, data_utils
 from fairseq_tree.trees import read_tree_lines
-from preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
+from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
 
 PTB = SHARED / "data" / "ptb_sample"
 M30K = SHARED / "data" / "multi30k"
@@ -256,8 +256,8 @@ def test_too_long_for_max_positions(tmp_path):
 
 
 def test_parser_failure_is_localised():
-    from preprocess.parsers import ParseError
-    from preprocess.stages import _run_parser
+    from fairseq_tree.preprocess.parsers import ParseError
+    from fairseq_tree.preprocess.stages import _run_parser
 
     class OneBadSentence:
         """A parser that fails on sentences containing 'BOOM' (our interface, not a stand-in for stanza)."""
@@ -327,7 +327,7 @@ PARSED = [g.decode() for g in GOOD]
 
 
 def classification_cli(*args):
-    from preprocess.cli import cli_main
+    from fairseq_tree.preprocess.cli import cli_main
 
     return cli_main(["--task", "classification", *map(str, args)])
 

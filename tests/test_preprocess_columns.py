@@ -15,10 +15,10 @@ from conftest import SHARED
 from fairseq.data import Dictionary, indexed_dataset
 from fairseq_tree.trees import (Tree, TreeFormatError, _one_tree_lowest, canonicalize, distances_to_tree,
                                 expand_subwords, parse_brackets, tree_from_brackets)
-from preprocess import columns as C
-from preprocess.binarize import build_dictionary
-from preprocess.bpe import BatchBPE, Segmenter, learn_codes
-from preprocess.text import Tokenizer
+from fairseq_tree.preprocess import columns as C
+from fairseq_tree.preprocess.binarize import build_dictionary
+from fairseq_tree.preprocess.bpe import BatchBPE, Segmenter, learn_codes
+from fairseq_tree.preprocess.text import Tokenizer
 
 from test_preprocess import run_cli
 

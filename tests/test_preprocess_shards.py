@@ -153,8 +153,8 @@ def test_slurm_parameters_reach_the_sbatch_script():
     """--slurm-* flags -> the #SBATCH lines submitit writes (no cluster here: its own script writer is used)."""
     from submitit.slurm.slurm import _make_sbatch_string
 
-    from preprocess.cli import get_parser
-    from preprocess.launcher import slurm_parameters
+    from fairseq_tree.preprocess.cli import get_parser
+    from fairseq_tree.preprocess.launcher import slurm_parameters
 
     args = get_parser().parse_args(["-s", "en", "--launcher", "slurm", "--workers", "4", "--slurm-partition", "gpu",
                                     "--slurm-gpus-per-node", "1", "--slurm-time", "90", "--slurm-mem-gb", "32",

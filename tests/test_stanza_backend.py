@@ -1,4 +1,4 @@
-"""The stanza backend: offline training (preprocess/stanza_train.py) and parsing (preprocess/parsers/stanza_parser.py).
+"""The stanza backend: offline training (fairseq_tree/preprocess/stanza_train.py) and parsing (fairseq_tree/preprocess/parsers/stanza_parser.py).
 
 Real stanza everywhere (tiny models trained once per session by the ``tiny_stanza_models`` fixture)."""
 
@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from preprocess.parsers import ParseError
-from preprocess.parsers.stanza_parser import StanzaParser, resolve_stanza_models, tree_to_brackets
+from fairseq_tree.preprocess.parsers import ParseError
+from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser, resolve_stanza_models, tree_to_brackets
 
 SENTENCES = [
     "The company said it expects profits to rise next year .".split(),
@@ -179,7 +179,7 @@ def test_parser_pickles_as_options(parser):
 def test_read_treebank_formats(tmp_path):
     import collections
 
-    from preprocess.stanza_train import read_trees, split_treebank, write_conllu
+    from fairseq_tree.preprocess.stanza_train import read_trees, split_treebank, write_conllu
 
     body = "(S (NP-SBJ (-LRB- -LRB-) (NN a) (-RRB- -RRB-)) (VP (VBD b) (NP (-NONE- *T*-1))) (. .))"
     expect = "(ROOT (S (NP (-LRB- -LRB-) (NN a) (-RRB- -RRB-)) (VP (VBD b)) (. .)))"

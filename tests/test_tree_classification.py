@@ -33,7 +33,7 @@ HAND = [A, B, C, D]
 
 
 def preprocess(*args):
-    from preprocess.cli import cli_main
+    from fairseq_tree.preprocess.cli import cli_main
 
     assert cli_main([str(a) for a in args]) == 0
 

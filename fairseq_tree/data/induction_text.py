@@ -54,7 +54,7 @@ def treebank_sentences(path: str, lowercase: bool = True, digits: bool = True) -
 def text_sentences(lines: Iterable[str], lowercase: bool = True, digits: bool = True,
                    tokenize: str = "moses") -> Iterator[List[str]]:
     """Raw text lines -> word lists (PTB-style tokens, punctuation-only tokens dropped, normalised)."""
-    from preprocess.text import Tokenizer
+    from fairseq_tree.preprocess.text import Tokenizer
 
     tok = Tokenizer(tokenize, "en", ptb=True)
     for line in lines:

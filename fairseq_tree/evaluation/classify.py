@@ -52,8 +52,8 @@ class Classifier:
         import fairseq_tree  # noqa: F401  (registers the task and models)
         from fairseq import checkpoint_utils
 
-        from preprocess.bpe import Segmenter
-        from preprocess.parsers import check_device
+        from fairseq_tree.preprocess.bpe import Segmenter
+        from fairseq_tree.preprocess.parsers import check_device
 
         check_device(device)
         models, _, task = checkpoint_utils.load_model_ensemble_and_task(
@@ -77,7 +77,7 @@ class Classifier:
                 labelled: bool = False) -> Example:
         """A word-level tree -> an :class:`Example`. ``labelled``: ``tree`` is class-labelled (SST); else a
         ``sentence_label`` (with ``scheme``) is its gold class, or there is none."""
-        from preprocess.binarize import encode
+        from fairseq_tree.preprocess.binarize import encode
 
         if labelled and self.info["node_inputs"] == "syntax":
             raise ValueError("the model reads syntactic node labels, which class-labelled trees do not have")
@@ -280,7 +280,7 @@ def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassSche
 
 def read_lines(path: str) -> Iterable[Tuple[int, str]]:
     """(line number, stripped text) of every line; an empty or undecodable line is a ``ValueError`` FILE:LINE."""
-    from preprocess.text import InputError, check_line, decode_line
+    from fairseq_tree.preprocess.text import InputError, check_line, decode_line
 
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):

@@ -23,8 +23,8 @@ logger = logging.getLogger("fairseq_tree.classify")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    from preprocess.cli import add_backend_args
-    from preprocess.parsers import device_arg
+    from fairseq_tree.preprocess.cli import add_backend_args
+    from fairseq_tree.preprocess.parsers import device_arg
 
     p = argparse.ArgumentParser(prog="fairseq-tree-classify",
                                 description="Classify sentences (trees or raw text) with a tree_classification "
@@ -77,9 +77,9 @@ def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
 
 def _parse_raw(path: str, lines, args) -> List[str]:
     """Tokenize and parse raw lines with the preprocessing backends -> bracketed trees; errors FILE:LINE."""
-    from preprocess.parsers import ParseError, build_parser
-    from preprocess.pipeline import parser_options
-    from preprocess.text import Tokenizer
+    from fairseq_tree.preprocess.parsers import ParseError, build_parser
+    from fairseq_tree.preprocess.pipeline import parser_options
+    from fairseq_tree.preprocess.text import Tokenizer
 
     tokenize = Tokenizer(args.tokenize, "en", ptb=True)
     parser = build_parser(args.parser, **parser_options(args))

@@ -49,15 +49,15 @@ class _TreeInputParser:
     split with the data directory's BPE codes exactly as ``fairseq-tree-preprocess`` does."""
 
     def __init__(self, cfg: TreeTranslationConfig):
-        from preprocess.bpe import Segmenter
+        from fairseq_tree.preprocess.bpe import Segmenter
 
         codes = cfg.tree_bpe_codes or os.path.join(utils.split_paths(cfg.data)[0], "bpe.codes")
         self.segment = Segmenter(codes if os.path.exists(codes) else None)
         self.unary = cfg.tree_unary
         self.parser = self.tokenizer = None
         if cfg.tree_input == "raw":
-            from preprocess.parsers import build_parser
-            from preprocess.text import Tokenizer
+            from fairseq_tree.preprocess.parsers import build_parser
+            from fairseq_tree.preprocess.text import Tokenizer
 
             self.tokenizer = Tokenizer("moses", cfg.source_lang, ptb=True)
             self.parser = build_parser(cfg.tree_parser, model_dir=cfg.stanza_model_dir)

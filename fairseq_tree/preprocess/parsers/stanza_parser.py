@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence
 
 from fairseq_tree.trees import escape_word
 
-from preprocess.parsers import BatchedBackend, ParseError, check_device
+from fairseq_tree.preprocess.parsers import BatchedBackend, ParseError, check_device
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import logging
 import re
 from typing import List, Optional, Sequence, Tuple, Union
 
-from preprocess.parsers import CheckpointBackend, check_device
+from fairseq_tree.preprocess.parsers import CheckpointBackend, check_device
 
 logger = logging.getLogger(__name__)
 

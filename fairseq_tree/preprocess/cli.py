@@ -14,9 +14,9 @@ import sys
 
 def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     """Options of the parser backends (``--parser-model``, ``--parser-data``, ``--device``, stanza's models); shared
-    with ``fairseq-tree-classify``, which parses raw text on the fly (:func:`preprocess.pipeline.parser_options`)
+    with ``fairseq-tree-classify``, which parses raw text on the fly (:func:`fairseq_tree.preprocess.pipeline.parser_options`)
     and passes ``device=False``: its own ``--device`` (same checks) serves the classifier and the parser."""
-    from preprocess.parsers import device_arg
+    from fairseq_tree.preprocess.parsers import device_arg
 
     g = p.add_argument_group("parser backends")
     if device:
@@ -127,7 +127,7 @@ def get_parser() -> argparse.ArgumentParser:
                         "syntax: the parser's constituent labels (POS tags on BPE nodes), --labels file only")
 
     add_backend_args(p)
-    from preprocess.launcher import add_launcher_args
+    from fairseq_tree.preprocess.launcher import add_launcher_args
 
     add_launcher_args(p)
     return p
@@ -196,8 +196,8 @@ def cli_main(argv=None) -> int:
     if args.workers < 1 or args.shard_size < 1:
         get_parser().error("--workers and --shard-size must be positive")
 
-    from preprocess.pipeline import run
-    from preprocess.stages import PreprocessError
+    from fairseq_tree.preprocess.pipeline import run
+    from fairseq_tree.preprocess.stages import PreprocessError
 
     try:
         run(args)

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON, NO_TARGET, ClassScheme, node_inputs, tree_targets
 from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
 
-from preprocess.text import InputError, Tokenizer, check_line, decode_line
+from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, decode_line
 
 #: classification targets, one dataset each (``{split}.SRC-None.SRC.{key}``), int16 with -1 = no target:
 #: the sentence's class [1], the class of every node [m] (post-order, as ``.nodes``) and of every leaf [n]
@@ -156,14 +156,14 @@ def init_parse_worker(cfg: StageConfig) -> None:
     _STATE["src_tok"] = Tokenizer(cfg.tokenize, cfg.src_lang, ptb=True)
     _STATE["tgt_tok"] = Tokenizer(cfg.tokenize, cfg.tgt_lang) if cfg.tgt_lang else None
     if not given:
-        from preprocess.parsers import build_parser
+        from fairseq_tree.preprocess.parsers import build_parser
 
         _STATE["parser"] = build_parser(cfg.parser, **cfg.parser_options)
 
 
 def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
-    from preprocess.bpe import Segmenter
-    from preprocess.columns import PieceTable
+    from fairseq_tree.preprocess.bpe import Segmenter
+    from fairseq_tree.preprocess.columns import PieceTable
 
     _STATE.clear()
     _STATE["cfg"] = cfg
@@ -307,7 +307,7 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
     """Parse in calls of ``batch_size`` sentences of similar length (sorted by length over the whole list), results
     in input order; a sentence the parser fails on yields its ParseError (``index``: its position in
     ``sentences``), the rest still parse."""
-    from preprocess.parsers import ParseError, length_batches
+    from fairseq_tree.preprocess.parsers import ParseError, length_batches
 
     out: List[object] = [None] * len(sentences)
     for idx in length_batches([len(s) for s in sentences], batch_size):
@@ -318,7 +318,7 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
 
 def _parse_call(parser, batch: List[List[str]]) -> List[object]:
     """``parser.parse_all(batch)``; for a backend with ``parse`` only, parse again after each ParseError."""
-    from preprocess.parsers import ParseError
+    from fairseq_tree.preprocess.parsers import ParseError
 
     if hasattr(parser, "parse_all"):
         return parser.parse_all(batch)
@@ -342,7 +342,7 @@ def bpe_shard(shard: Shard) -> dict:
     """Stage 2 of a shard: subword trees and targets, length filter, counts of the training split.
 
     The shard's new word types are segmented in one batch (:meth:`Segmenter.prepare`); sentences are then
-    handled as columns (:mod:`preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one sentence at
+    handled as columns (:mod:`fairseq_tree.preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one sentence at
     a time, for classification, whose binarize stage needs each tree).
     """
     cfg: StageConfig = _STATE["cfg"]
@@ -364,7 +364,7 @@ def _bpe_columns(shard: Shard, errors: "_Errors"):
     (kept sentences, counts)."""
     import numpy as np
 
-    from preprocess import columns as C
+    from fairseq_tree.preprocess import columns as C
 
     cfg: StageConfig = _STATE["cfg"]
     table: C.PieceTable = _STATE["pieces"]
@@ -522,13 +522,13 @@ def binarize_shard(shard: Shard) -> dict:
 
 
 def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
-    """A ``.bpe.npz`` (:mod:`preprocess.columns`) -> the shard's datasets: every shard-local string is looked up
+    """A ``.bpe.npz`` (:mod:`fairseq_tree.preprocess.columns`) -> the shard's datasets: every shard-local string is looked up
     in its dictionary once, then each column is one gather and one write (the bytes of one ``add_item`` per
     sentence). Returns the stats."""
     import numpy as np
 
-    from preprocess.binarize import token_dtype, write_dataset
-    from preprocess.columns import vocab_from_bytes
+    from fairseq_tree.preprocess.binarize import token_dtype, write_dataset
+    from fairseq_tree.preprocess.columns import vocab_from_bytes
 
     dicts = _STATE["dicts"]
     with np.load(path) as z:
@@ -558,7 +558,7 @@ def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
     """One sentence at a time: the class targets need each tree. Returns (stats, class counts)."""
     import numpy as np
 
-    from preprocess.binarize import ArrayBuilder, encode, token_dtype
+    from fairseq_tree.preprocess.binarize import ArrayBuilder, encode, token_dtype
 
     cfg: StageConfig = _STATE["cfg"]
     dicts = _STATE["dicts"]

@@ -1,6 +1,6 @@
 """Train stanza's English POS tagger and constituency parser on a local treebank, fully offline.
 
-    python -m preprocess.stanza_train TREEBANK_DIR OUTDIR [--size tiny|small|base] [--max-train N] ...
+    python -m fairseq_tree.preprocess.stanza_train TREEBANK_DIR OUTDIR [--size tiny|small|base] [--max-train N] ...
 
 Steps (progress is logged to stderr, the trainers' full output goes to OUTDIR/logs/):
 
@@ -51,7 +51,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 logger = logging.getLogger("stanza_train")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-OFFLINE_RUN = "--_offline-run"  # internal: python -m preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
+OFFLINE_RUN = "--_offline-run"  # internal: python -m fairseq_tree.preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
 DEV_NAME = re.compile(r"^(valid|dev|wsj_?22)", re.IGNORECASE)
 RESOURCES_JSON = {"en": {"lang_name": "English"}}
 
@@ -382,7 +382,7 @@ _NOISE = re.compile(r"it/s\]|s/it\]|\r")
 
 
 def run_trainer(which: str, args: List[str], outdir: Path, log_path: Path, threads: int) -> List[str]:
-    cmd = [sys.executable, "-m", "preprocess.stanza_train", OFFLINE_RUN, which] + args
+    cmd = [sys.executable, "-m", "fairseq_tree.preprocess.stanza_train", OFFLINE_RUN, which] + args
     logger.info("%s: %s", which, " ".join(shlex.quote(c) for c in cmd))
     lines: List[str] = []
     workdir = outdir / "work"
@@ -413,7 +413,7 @@ def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
     """Parse the dev words with the finished pipeline; bracket F1, tag accuracy, speed."""
     from stanza.models.constituency import tree_reader
 
-    from preprocess.parsers.stanza_parser import StanzaParser
+    from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 
     t0 = time.perf_counter()
     parser = StanzaParser(model_dir=str(outdir), constituency_batch_size=batch_size, device=device)
@@ -571,7 +571,7 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m preprocess.stanza_train", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("treebank", metavar="TREEBANK_DIR", help="directory of *.mrg bracket files (or one file)")
     p.add_argument("outdir", metavar="OUTDIR", help="where pos.pt, constituency.pt, pretrain.pt, ... are written")

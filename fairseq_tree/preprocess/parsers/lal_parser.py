@@ -12,7 +12,7 @@ Pickling keeps only the options, so worker processes reload the checkpoint.
 import logging
 from typing import List, Optional, Sequence
 
-from preprocess.parsers import CheckpointBackend, check_device
+from fairseq_tree.preprocess.parsers import CheckpointBackend, check_device
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ import time
 from collections import Counter
 from typing import Callable, Dict, List, Optional
 
-from preprocess import sharded_layout as layout
-from preprocess import stages
-from preprocess.progress import Progress
-from preprocess.stages import PreprocessError, Shard, StageConfig
+from fairseq_tree.preprocess import sharded_layout as layout
+from fairseq_tree.preprocess import stages
+from fairseq_tree.preprocess.progress import Progress
+from fairseq_tree.preprocess.stages import PreprocessError, Shard, StageConfig
 
 logger = logging.getLogger("fairseq_tree.preprocess")
 
@@ -70,14 +70,14 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
                workers: int, workdir: str, suffix: str, launcher: Optional[tuple] = None) -> Dict[str, dict]:
     """Run ``func`` on every shard not yet done (its ``.json`` exists); return the shards' metas folded per
     split (:func:`_fold`), reading one at a time so that memory does not grow with the corpus.
-    ``launcher``: ``(submitit executor, jobs)`` to run them as a job array (:mod:`preprocess.launcher`)."""
+    ``launcher``: ``(submitit executor, jobs)`` to run them as a job array (:mod:`fairseq_tree.preprocess.launcher`)."""
     todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
     if len(todo) < len(shards):
         logger.info("%s: resuming, %d of %d shards already done", name, len(shards) - len(todo), len(shards))
     if todo:
         progress = Progress(name, sum(s.num_lines for s in todo))
         if launcher is not None:
-            from preprocess.launcher import run_stage_jobs
+            from fairseq_tree.preprocess.launcher import run_stage_jobs
 
             run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1],
                            lambda s: progress.update(s.num_lines))
@@ -139,7 +139,7 @@ def _rate(n: int, seconds: float, workers: int) -> dict:
 def run(args) -> dict:
     """The whole pipeline (see the module docstring); with ``--num-shards`` the outputs go into fairseq's
     sharded layout, with ``--shard-id`` one part of it is made, with ``--dict-only`` only the vocabularies
-    (:mod:`preprocess.sharded_layout`)."""
+    (:mod:`fairseq_tree.preprocess.sharded_layout`)."""
     t_start = time.perf_counter()
     classification = classification_options(args)
     label_suffix = args.target_lang if classification and classification["labels"] == "file" else None
@@ -200,7 +200,7 @@ def run(args) -> dict:
         if "train" not in by_split:
             raise PreprocessError("--bpe-merges needs --trainpref (BPE is learned on train only)")
         if not os.path.exists(os.path.join(workdir, "bpe.done")):
-            from preprocess.bpe import learn_codes
+            from fairseq_tree.preprocess.bpe import learn_codes
 
             t0 = time.perf_counter()
             words = Counter(by_split["train"].get("src_word_counts", {}))
@@ -275,7 +275,7 @@ def _launcher(args, destdir: str) -> Optional[tuple]:
     """``(submitit executor, jobs per pass)`` for ``--launcher``, or None for local worker processes."""
     if not getattr(args, "launcher", None):
         return None
-    from preprocess.launcher import make_executor
+    from fairseq_tree.preprocess.launcher import make_executor
 
     folder = args.launcher_dir or os.path.join(destdir, ".launcher")
     jobs = args.jobs or (args.num_shards if args.num_shards and args.shard_id is None else args.workers)
@@ -323,7 +323,7 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
     (``counts``); returns role -> path."""
     from fairseq.data.dictionary import Dictionary
 
-    from preprocess.binarize import build_dictionary
+    from fairseq_tree.preprocess.binarize import build_dictionary
 
     def counts(role):
         return Counter(train_meta.get("counts", {}).get(role, {}))
@@ -367,7 +367,7 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: 
     import numpy as np
     from fairseq.data.dictionary import Dictionary
 
-    from preprocess.binarize import merge_datasets, token_dtype
+    from fairseq_tree.preprocess.binarize import merge_datasets, token_dtype
 
     dicts = {k: Dictionary.load(p) for k, p in dict_paths.items()}
     dtypes = {"leaves": token_dtype(dicts["src"]), "nodes": token_dtype(dicts["labels"]), "spans": np.int32}

@@ -157,9 +157,9 @@ class CheckpointBackend(BatchedBackend):
 
 
 BACKENDS = {
-    "stanza": "preprocess.parsers.stanza_parser:StanzaParser",
-    "lal": "preprocess.parsers.lal_parser:LALBackend",
-    "induced": "preprocess.parsers.induced_parser:InducedBackend",
+    "stanza": "fairseq_tree.preprocess.parsers.stanza_parser:StanzaParser",
+    "lal": "fairseq_tree.preprocess.parsers.lal_parser:LALBackend",
+    "induced": "fairseq_tree.preprocess.parsers.induced_parser:InducedBackend",
 }
 
 

@@ -25,7 +25,7 @@ def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_freque
     """Learn ``num_merges`` BPE merges from ``word -> count`` and write subword-nmt codes."""
     from subword_nmt import learn_bpe as learn_module
 
-    from preprocess.progress import iterate
+    from fairseq_tree.preprocess.progress import iterate
 
     # subword-nmt's loop over merges, with our progress (a bar on a terminal, a log line every 10 s otherwise)
     learn_module.tqdm = lambda merges, *args, **kwargs: iterate(merges, "learn bpe", len(merges), "merge")
