@@ -61,14 +61,10 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
     @classmethod
     def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
              data_name_or_path: Optional[str] = None, **overrides) -> "TreeGeneratorHubInterface":
-        import fairseq_tree  # noqa: F401  (task, models, torch.load shim)
-        from fairseq import checkpoint_utils
+        from fairseq_tree.inference.checkpoint import load_checkpoint
 
-        data = data_path(model_name_or_path, data_name_or_path)
-        if data:
-            overrides["data"] = data
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-            [checkpoint_path(model_name_or_path, checkpoint_file)], arg_overrides=overrides)
+        models, cfg, task = load_checkpoint(checkpoint_path(model_name_or_path, checkpoint_file),
+                                            data_path(model_name_or_path, data_name_or_path), **overrides)
         return cls(cfg, task, models)
 
     def __init__(self, cfg, task, models):

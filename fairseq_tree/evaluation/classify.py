@@ -28,6 +28,7 @@ import torch
 
 from fairseq_tree.data.class_labels import NO_TARGET, SST2_OF_SST5, ClassScheme, node_inputs, tree_targets
 from fairseq_tree.data.tree_classification_dataset import collate_classification, labelled_phrases, phrase_item
+from fairseq_tree.inference.batching import length_batches
 from fairseq_tree.trees import Tree, expand_subwords
 
 QUERY_GROUPS = ("root", "node", "leaf")
@@ -49,16 +50,11 @@ class Classifier:
 
     def __init__(self, path: str, data: Optional[str] = None, device: str = "cpu", max_tokens: int = 4096,
                  batch_size: int = 256):
-        import fairseq_tree  # noqa: F401  (registers the task and models)
-        from fairseq import checkpoint_utils
-
+        from fairseq_tree.inference.checkpoint import load_checkpoint
         from fairseq_tree.preprocess.bpe import Segmenter
-        from fairseq_tree.preprocess.parsers import check_device
 
-        check_device(device)
-        models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-            [path], arg_overrides={"data": data} if data else {})
-        self.model, self.task = models[0].to(device).eval(), task
+        models, _, task = load_checkpoint(path, data, device)
+        self.model, self.task = models[0], task
         self.device, self.max_tokens, self.batch_size = device, max_tokens, batch_size
         self.info = task.info
         codes = os.path.join(task.cfg.data.split(":")[0], "bpe.codes")
@@ -99,17 +95,10 @@ class Classifier:
         return Example(item, gold)
 
     # ------------------------------------------------------------------ running the model
-    def _batches(self, items: Sequence[dict]) -> Iterator[List[int]]:
+    def _batches(self, items: Sequence[dict]) -> List[List[int]]:
         """Indices of ``items`` in batches of similar length (leaves + nodes), longest padded size <= max_tokens."""
-        sizes = np.array([len(it["source"]) + len(it["nodes"]) for it in items])
-        batch: List[int] = []
-        for i in np.argsort(sizes, kind="mergesort").tolist():
-            if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * sizes[i] > self.max_tokens):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch
+        sizes = [len(it["source"]) + len(it["nodes"]) for it in items]
+        return length_batches(sizes, self.batch_size, max_tokens=self.max_tokens)
 
     @torch.no_grad()
     def run(self, items: Sequence[dict], return_attention: bool = False) -> Iterator[Tuple[List[int], dict, dict]]:

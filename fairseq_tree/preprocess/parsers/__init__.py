@@ -7,13 +7,16 @@ and raises :class:`ParseError` naming the first sentence (in input order) it cou
 sentence it could not parse and the trees of all the others.
 
 Batching: a backend parses its input in batches of ``batch_size`` sentences of similar length (sorted by
-length, so fewer pad positions; ``sort_by_length=False`` keeps the input order, for benchmarks) and returns
-the results in input order. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`check_device`).
+length, so fewer pad positions; ``sort_by_length=False`` keeps the input order, for benchmarks;
+:func:`fairseq_tree.inference.batching.length_batches`) and returns the results in input order.
+``device``: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`check_device`).
 Backends are imported lazily: importing this package does not import stanza or torch.
 """
 
 import re
 from typing import Any, Dict, List, Sequence, Union
+
+from fairseq_tree.inference.batching import length_batches  # noqa: F401  (the one batching helper; re-exported)
 
 
 class ParseError(Exception):
@@ -61,15 +64,6 @@ def device_arg(value: str) -> str:
         return check_device(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def length_batches(lengths: Sequence[int], batch_size: int, sort: bool = True) -> List[List[int]]:
-    """Indices into ``lengths`` in batches of at most ``batch_size``: by increasing length (stable, so equal
-    lengths keep their input order) when ``sort``, else in input order. Every index appears exactly once."""
-    if batch_size < 1:
-        raise ValueError(f"batch size must be positive, got {batch_size}")
-    order = sorted(range(len(lengths)), key=lengths.__getitem__) if sort else list(range(len(lengths)))
-    return [order[a:a + batch_size] for a in range(0, len(order), batch_size)]
 
 
 Result = Union[str, ParseError]

@@ -1,0 +1,10 @@
+"""Inference library behind the hub interfaces (:mod:`fairseq_tree.hub`), the CLIs (``fairseq-tree-parse``,
+``-induce``, ``-classify``) and the checkpoint parser backends (:mod:`fairseq_tree.preprocess.parsers`):
+
+* :mod:`.checkpoint`: load a checkpoint (ensemble + task, overrides, data directory, device, eval mode);
+* :mod:`.batching`: length-sorted batches of indices, and results back in input order;
+* :mod:`.parse`: :class:`~.parse.LALParser` (``lal_parser`` checkpoints) -> :class:`~.parse.Parse` per sentence;
+* :mod:`.induce`: :func:`~.induce.load` and :func:`~.induce.induce_all` (``tree_induction`` checkpoints);
+
+Submodules are imported on use: importing this package loads no model code.
+"""
