@@ -15,9 +15,9 @@ returns an object that takes sentences in and gives results out.
 * :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify`` -> class
   names, as ``fairseq-tree-classify`` writes them (:class:`fairseq_tree.evaluation.classify.Classifier`).
 * :class:`ParserHubInterface` (``lal_parser``): ``parse`` -> brackets, heads and relations, as
-  ``fairseq-tree-parse`` (:class:`fairseq_tree.evaluation.parse_cli.LALParser`).
+  ``fairseq-tree-parse`` (:class:`fairseq_tree.inference.parse.LALParser`).
 * :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce`` -> unlabeled trees
-  (and StructFormer's heads), as ``fairseq-tree-induce`` (:func:`fairseq_tree.evaluation.induce_cli.induce_all`).
+  (and StructFormer's heads), as ``fairseq-tree-induce`` (:func:`fairseq_tree.inference.induce.induce_all`).
 
 ``model_name_or_path`` is a directory, ``checkpoint_file`` a file in it; ``data_name_or_path`` the data-bin
 (relative to the model directory when it starts with ``.``, fairseq's rule), default: the one the checkpoint
@@ -137,7 +137,7 @@ class ParserHubInterface:
     def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
              data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64,
              tokenize: str = "moses") -> "ParserHubInterface":
-        from fairseq_tree.evaluation.parse_cli import LALParser
+        from fairseq_tree.inference.parse import LALParser
 
         return cls(LALParser(checkpoint_path(model_name_or_path, checkpoint_file),
                              data_path(model_name_or_path, data_name_or_path), batch_size, device), tokenize)
@@ -162,7 +162,7 @@ class InductionHubInterface:
     def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
              data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64
              ) -> "InductionHubInterface":
-        from fairseq_tree.evaluation.induce_cli import load
+        from fairseq_tree.inference.induce import load
 
         model, task = load(checkpoint_path(model_name_or_path, checkpoint_file),
                            data_path(model_name_or_path, data_name_or_path), device)
@@ -172,7 +172,7 @@ class InductionHubInterface:
 
     def induce(self, sentences, **opts):
         from fairseq_tree.data.induction_text import normalize_word
-        from fairseq_tree.evaluation.induce_cli import induce_all
+        from fairseq_tree.inference.induce import induce_all
         from fairseq_tree.evaluation.unsupervised import spans_to_brackets
 
         sentences, single = _as_list(sentences)

@@ -240,7 +240,7 @@ def test_preprocess_parser_induced(corpus, constituent_run, tmp_path):
          "--parser", "induced", "--parser-model", ckpt, "--destdir", tmp_path / "bin", "--workers", "2",
          "--shard-size", "5")
     from fairseq_tree.data.induction_text import normalize_word
-    from fairseq_tree.evaluation.induce_cli import induce_all, load
+    from fairseq_tree.inference.induce import induce_all, load
     from fairseq_tree.trees import read_tree_lines
 
     trees = list(read_tree_lines(str(tmp_path / "bin" / "train.en.trees")))

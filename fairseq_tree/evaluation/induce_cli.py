@@ -21,6 +21,7 @@ otherwise), feeds the words to ``model.induce`` in length-sorted batches and wri
 
 ``--opt KEY=VALUE`` is passed to ``model.induce`` (e.g. ``method=greedy``, ``min_layer=2``, ``threshold=0.7``
 for ``constituent_transformer``; ``method=joint`` for ``structformer``); values are parsed as Python literals.
+Library: :mod:`fairseq_tree.inference.induce`.
 """
 
 import argparse
@@ -30,9 +31,11 @@ import logging
 import os
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
+
+from fairseq_tree.inference.induce import induce_all, load
 
 logger = logging.getLogger("fairseq_tree.induce")
 
@@ -48,61 +51,6 @@ def parse_opts(items: List[str]) -> Dict[str, object]:
         except (ValueError, SyntaxError):
             out[key] = value  # a bare string such as method=greedy
     return out
-
-
-def load(path: str, data: Optional[str] = None, device: str = "cpu"):
-    """-> (model in eval mode, task) from a ``tree_induction`` checkpoint."""
-    import fairseq_tree  # noqa: F401  (registers task, models, compat shims)
-    from fairseq import checkpoint_utils
-
-    overrides = {"data": data} if data else {}
-    # the checkpoint's --eval-treebank is not needed here (and may not exist on this machine)
-    overrides.update(eval_treebank=None, eval_deps=None)
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-    return models[0].to(device).eval(), task
-
-
-def encode(task, words: List[str]) -> torch.Tensor:
-    """word list -> ``<s> w.. </s>`` ids."""
-    d = task.source_dictionary
-    body = d.encode_line(" ".join(words), add_if_not_exist=False, append_eos=True).long()
-    return torch.cat([body.new_tensor([d.bos()]), body])
-
-
-@torch.no_grad()
-def induce_all(model, task, sentences: List[List[str]], batch_size: int = 64, keep_maps: int = 0,
-               device: str = "cpu", **opts):
-    """Induce every sentence (length-sorted batches). -> (spans, heads or None, maps of the first ``keep_maps``
-    sentences as {k: {name: tensor [..., n, n]}})."""
-    from fairseq.data import data_utils
-
-    pad = task.source_dictionary.pad()
-    spans: List[Optional[list]] = [None] * len(sentences)
-    heads: List[Optional[list]] = [None] * len(sentences)
-    maps: Dict[int, Dict[str, torch.Tensor]] = {}
-    order = sorted((k for k in range(len(sentences)) if sentences[k]), key=lambda k: len(sentences[k]))
-    has_heads = False
-    for a in range(0, len(order), batch_size):
-        idx = order[a:a + batch_size]
-        toks = [encode(task, sentences[k]) for k in idx]
-        src = data_utils.collate_tokens(toks, pad, left_pad=False).to(device)
-        lengths = torch.tensor([len(t) for t in toks], device=device)
-        want = any(k < keep_maps for k in idx)
-        s = model.induce(src, lengths, maps=want, **opts)
-        for b, k in enumerate(idx):
-            n = len(sentences[k])
-            if int(s.lengths[b]) != n:
-                raise RuntimeError(f"sentence {k + 1}: model saw {int(s.lengths[b])} words, expected {n}")
-            spans[k] = s.spans[b]
-            if s.heads is not None:
-                heads[k], has_heads = s.heads[b], True
-            if k < keep_maps:
-                maps[k] = {name: m[b][..., :n, :n] if m.dim() >= 3 else m[b][..., : max(n - 1, 0)]
-                           for name, m in s.maps.items()}
-    empty = [k for k in range(len(sentences)) if not sentences[k]]
-    for k in empty:
-        spans[k], heads[k] = [], []
-    return spans, (heads if has_heads else None), maps
 
 
 def _is_tree(heads) -> bool:

@@ -16,6 +16,7 @@ and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's 
 named by its label when heads are tied to labels) over the words.
 
 Dictionaries are read from the training data directory recorded in the checkpoint, or ``--data DIR``.
+Library: :mod:`fairseq_tree.inference.parse` (:class:`~fairseq_tree.inference.parse.LALParser`).
 """
 
 import argparse
@@ -24,76 +25,14 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Sequence
 
-import torch
-
-from fairseq_tree.data.parsing_data import read_parse_trees, to_brackets
+from fairseq_tree.data.parsing_data import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
+from fairseq_tree.inference.parse import LALParser, Parse
 from fairseq_tree.trees import TreeFormatError, read_conllu
 
 logger = logging.getLogger("fairseq_tree.parse")
-
-
-@dataclass
-class Parse:
-    words: List[str]
-    tags: List[str]
-    spans: List[tuple]  # (start, end, label)
-    heads: List[int]
-    relations: List[str]
-    attention: Optional[torch.Tensor] = None  # [H, n + 2] over BOS, words, EOS
-
-    def brackets(self) -> str:
-        return to_brackets(self.words, self.tags, self.spans)
-
-
-class LALParser:
-    """A loaded checkpoint: ``parse(sentences, tags=None) -> list of Parse`` in batches, sorted by length."""
-
-    def __init__(self, path: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu"):
-        import fairseq_tree  # noqa: F401  (registers the task and model)
-        from fairseq import checkpoint_utils
-
-        overrides = {"data": data} if data else {}
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-        self.model, self.task = models[0].to(device).eval(), task
-        self.batch_size, self.device = batch_size, device
-        self.labels, self.rels = task.label_names(), task.relation_names()
-        td = task.dicts["tags"]
-        self.tag_names = [td[i] for i in range(len(td))]
-        self.uses_tags = self.model.embed_tags is not None
-
-    @property
-    def head_names(self) -> List[str]:
-        return self.labels if self.model.tied else [f"head {i}" for i in range(self.model.lal_heads)]
-
-    @torch.no_grad()
-    def parse(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None,
-              keep_attention: bool = False) -> List[Parse]:
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        out: List[Optional[Parse]] = [None] * len(sentences)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            batch = self.task.build_batch([sentences[i] for i in idx],
-                                          None if tags is None else [tags[i] for i in idx])
-            net_input = {k: v.to(self.device) for k, v in batch["net_input"].items()}
-            spans, heads, rels, o = self.model.parse(net_input)
-            heads, rels = heads.cpu(), rels.cpu()
-            pred_tags = o["tag_scores"].argmax(-1).cpu() if o.get("tag_scores") is not None else None
-            for b, i in enumerate(idx):
-                words = list(sentences[i])
-                n = len(words)
-                if pred_tags is not None:
-                    t = [self.tag_names[x] for x in pred_tags[b, :n].tolist()]
-                else:
-                    t = list(tags[i]) if tags is not None else ["X"] * n
-                out[i] = Parse(words, t, [(s, e, self.labels[c]) for s, e, c in spans[b]],
-                               heads[b, 1:n + 1].tolist(), [self.rels[r] if r < len(self.rels) else "dep"
-                                                            for r in rels[b, 1:n + 1].tolist()],
-                               o["attention"][b, :, :n + 2].cpu() if keep_attention else None)
-        return out  # type: ignore[return-value]
 
 
 def read_input(path: str):

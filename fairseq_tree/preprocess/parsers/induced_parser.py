@@ -52,7 +52,7 @@ class InducedBackend(CheckpointBackend):
         check_device(device)
         import torch
 
-        from fairseq_tree.evaluation.induce_cli import load
+        from fairseq_tree.inference.induce import load
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
@@ -79,7 +79,7 @@ class InducedBackend(CheckpointBackend):
     def parse_batch(self, items) -> List[Union[str, Exception]]:
         """At most ``batch_size`` prepared sentences -> brackets (or the ValueError of a tree that cannot be
         lifted): one padded batch [B, max words + 2] through ``model.induce``."""
-        from fairseq_tree.evaluation.induce_cli import induce_all
+        from fairseq_tree.inference.induce import induce_all
         from fairseq_tree.trees import to_brackets
 
         spans, _, _ = induce_all(self.model, self.task, [w for _, _, w in items], self.batch_size,

@@ -29,7 +29,7 @@ class LALBackend(CheckpointBackend):
         check_device(device)
         import torch
 
-        from fairseq_tree.evaluation.parse_cli import LALParser
+        from fairseq_tree.inference.parse import LALParser
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
