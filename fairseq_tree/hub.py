@@ -92,9 +92,10 @@ class ClassifierHubInterface:
     SST-format class-labelled trees (``input_format`` ``auto`` tells them apart as the CLI does)."""
 
     def __init__(self, classifier, parser: str = "stanza", tokenize: str = "moses", **parser_options):
+        from fairseq_tree.inference.text import RawTextParser
+
         self.classifier = classifier
-        self._parser_name, self._parser_options, self._tokenize = parser, parser_options, tokenize
-        self._parser = None
+        self._parse = RawTextParser(parser, tokenize, "en", **parser_options)  # loads the parser on first raw text
 
     @classmethod
     def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
@@ -104,16 +105,6 @@ class ClassifierHubInterface:
         clf = Classifier(checkpoint_path(model_name_or_path, checkpoint_file),
                          data_path(model_name_or_path, data_name_or_path), device=device)
         return cls(clf, **kwargs)
-
-    def _parse(self, texts: List[str]) -> List[str]:
-        if self._parser is None:
-            from fairseq_tree.preprocess.parsers import build_parser
-
-            self._parser = build_parser(self._parser_name, **self._parser_options)
-        from fairseq_tree.preprocess.text import Tokenizer
-
-        tokenize = Tokenizer(self._tokenize, "en", ptb=True)
-        return self._parser.parse([tokenize(t) for t in texts])
 
     def classify(self, sentences: Sentences, binary: bool = False, input_format: str = "auto"):
         from fairseq_tree.evaluation.classify import examples_from_texts

@@ -77,20 +77,15 @@ def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
 
 def _parse_raw(path: str, lines, args) -> List[str]:
     """Tokenize and parse raw lines with the preprocessing backends -> bracketed trees; errors FILE:LINE."""
-    from fairseq_tree.preprocess.parsers import ParseError, build_parser
+    from fairseq_tree.inference.text import RawTextParser
+    from fairseq_tree.preprocess.parsers import ParseError
     from fairseq_tree.preprocess.pipeline import parser_options
-    from fairseq_tree.preprocess.text import Tokenizer
 
-    tokenize = Tokenizer(args.tokenize, "en", ptb=True)
-    parser = build_parser(args.parser, **parser_options(args))
-    sentences = [tokenize(text) for _, text in lines]
-    out: List[str] = []
-    for start in range(0, len(sentences), args.parse_batch_size):
-        try:
-            out.extend(parser.parse(sentences[start:start + args.parse_batch_size]))
-        except ParseError as e:
-            raise ValueError(f"{path}:{lines[start + e.index][0]}: parser failed: {e.message}") from None
-    return out
+    parse = RawTextParser(args.parser, args.tokenize, "en", **parser_options(args))
+    try:
+        return parse([text for _, text in lines], args.parse_batch_size)
+    except ParseError as e:
+        raise ValueError(f"{path}:{lines[e.index][0]}: parser failed: {e.message}") from None
 
 
 def read_examples(clf, args, scheme):

@@ -5,6 +5,7 @@
 * :mod:`.batching`: length-sorted batches of indices, and results back in input order;
 * :mod:`.parse`: :class:`~.parse.LALParser` (``lal_parser`` checkpoints) -> :class:`~.parse.Parse` per sentence;
 * :mod:`.induce`: :func:`~.induce.load` and :func:`~.induce.induce_all` (``tree_induction`` checkpoints);
+* :mod:`.text`: :class:`~.text.RawTextParser`, raw text -> bracketed trees (tokenizer + preprocessing backend).
 
 Submodules are imported on use: importing this package loads no model code.
 """

@@ -54,20 +54,19 @@ class _TreeInputParser:
         codes = cfg.tree_bpe_codes or os.path.join(utils.split_paths(cfg.data)[0], "bpe.codes")
         self.segment = Segmenter(codes if os.path.exists(codes) else None)
         self.unary = cfg.tree_unary
-        self.parser = self.tokenizer = None
+        self.parse_raw = None
         if cfg.tree_input == "raw":
-            from fairseq_tree.preprocess.parsers import build_parser
-            from fairseq_tree.preprocess.text import Tokenizer
+            from fairseq_tree.inference.text import RawTextParser
 
-            self.tokenizer = Tokenizer("moses", cfg.source_lang, ptb=True)
-            self.parser = build_parser(cfg.tree_parser, model_dir=cfg.stanza_model_dir)
+            self.parse_raw = RawTextParser(cfg.tree_parser, "moses", cfg.source_lang, model_dir=cfg.stanza_model_dir)
+            self.parse_raw.backend  # noqa: B018  (load the parser now: a bad model fails before any input)
         elif cfg.tree_input != "brackets":
             raise ValueError(f"--tree-input must be brackets or raw, not {cfg.tree_input!r}")
 
     def __call__(self, line: str):
         line = line.strip()
-        if self.parser is not None:
-            line = self.parser.parse([self.tokenizer(line)])[0]
+        if self.parse_raw is not None:
+            line = self.parse_raw([line])[0]
         return expand_subwords(tree_from_brackets(line, unary=self.unary), self.segment)
 
 

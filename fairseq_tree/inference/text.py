@@ -1,0 +1,44 @@
+"""Raw text -> bracketed trees, as ``fairseq-tree-preprocess`` makes them: tokenized (sacremoses with the PTB
+fixups, or whitespace) and parsed by a preprocessing backend (:mod:`fairseq_tree.preprocess.parsers`). Used by
+``fairseq-tree-classify --input-format raw``, :class:`fairseq_tree.hub.ClassifierHubInterface` and
+``tree_translation``'s raw-text input (``fairseq-interactive --tree-input raw``, the tree2seq hub)."""
+
+from typing import List, Optional, Sequence
+
+
+class RawTextParser:
+    """``parser(texts) -> one-line PTB brackets per text``. ``parser``: a backend name (``stanza``, ``lal``,
+    ``induced``), built with ``options`` on first use (a caller that never sees raw text never loads it);
+    ``tokenize``: ``moses`` or ``none``; ``lang``: the tokenizer's language."""
+
+    def __init__(self, parser: str = "stanza", tokenize: str = "moses", lang: Optional[str] = "en", **options):
+        from fairseq_tree.preprocess.text import Tokenizer
+
+        self.tokenize = Tokenizer(tokenize, lang, ptb=True)
+        self._name, self._options, self._backend = parser, options, None
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            from fairseq_tree.preprocess.parsers import build_parser
+
+            self._backend = build_parser(self._name, **self._options)
+        return self._backend
+
+    def __call__(self, texts: Sequence[str], call_size: Optional[int] = None) -> List[str]:
+        """Texts -> brackets, ``call_size`` sentences per backend call (None: all in one). Raises the
+        :class:`~fairseq_tree.preprocess.parsers.ParseError` of the first failure, ``index`` into ``texts``."""
+        from fairseq_tree.preprocess.parsers import ParseError
+
+        sentences = [self.tokenize(t) for t in texts]
+        step = call_size or max(len(sentences), 1)
+        out: List[str] = []
+        for start in range(0, len(sentences), step):
+            try:
+                out.extend(self.backend.parse(sentences[start:start + step]))
+            except ParseError as e:
+                raise ParseError(start + e.index, e.message) from None
+        return out
+
+
+__all__ = ["RawTextParser"]
