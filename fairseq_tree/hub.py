@@ -13,7 +13,7 @@ returns an object that takes sentences in and gives results out.
   with fairseq's ``GeneratorHubInterface``, removes BPE and detokenizes (sacremoses, target language): the
   ``D-`` lines of ``fairseq-interactive --remove-bpe --tokenizer moses``.
 * :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify`` -> class
-  names, as ``fairseq-tree-classify`` writes them (:class:`fairseq_tree.evaluation.classify.Classifier`).
+  names, as ``fairseq-tree-classify`` writes them (:class:`fairseq_tree.inference.classify.Classifier`).
 * :class:`ParserHubInterface` (``lal_parser``): ``parse`` -> brackets, heads and relations, as
   ``fairseq-tree-parse`` (:class:`fairseq_tree.inference.parse.LALParser`).
 * :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce`` -> unlabeled trees
@@ -100,14 +100,14 @@ class ClassifierHubInterface:
     @classmethod
     def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
              data_name_or_path: Optional[str] = None, device: str = "cpu", **kwargs) -> "ClassifierHubInterface":
-        from fairseq_tree.evaluation.classify import Classifier
+        from fairseq_tree.inference.classify import Classifier
 
         clf = Classifier(checkpoint_path(model_name_or_path, checkpoint_file),
                          data_path(model_name_or_path, data_name_or_path), device=device)
         return cls(clf, **kwargs)
 
     def classify(self, sentences: Sentences, binary: bool = False, input_format: str = "auto"):
-        from fairseq_tree.evaluation.classify import examples_from_texts
+        from fairseq_tree.inference.classify import examples_from_texts
 
         sentences, single = _as_list(sentences)
         scheme = self.classifier.scheme(binary)

@@ -277,7 +277,7 @@ def trained(sst, tmp_path_factory):
 
 
 def classify(*args):
-    from fairseq_tree.evaluation.classify_cli import main
+    from fairseq_tree.inference.classify_cli import main
 
     return main([str(a) for a in args])
 
@@ -335,7 +335,7 @@ def test_transformer_baseline_end_to_end(sst, trained):
 
 def test_no_target_is_an_input(sst, trained):
     """Every class in the input changed: the same inputs, the same logits; only the targets differ."""
-    from fairseq_tree.evaluation.classify import Classifier
+    from fairseq_tree.inference.classify import Classifier
 
     clf = Classifier(str(trained["tree"][0] / "checkpoint_last.pt"))
     lines = (sst / "dev.txt").read_text(encoding="utf-8").splitlines()[:40] + HAND

@@ -10,14 +10,14 @@ Writes one predicted class per input line (``--output FILE``, default stdout) an
 labels (or with ``--attention-share``), prints as its last line one JSON object: ``sentences``, ``accuracy``
 (roots), ``labelled_units``, ``phrase_accuracy`` (every labelled node and leaf), ``no_class`` (sentences
 with no class in the view, e.g. neutral ones with ``--binary``), and with ``--attention-share`` the paper's
-Table 4 analysis (also printed as a table on stderr). Library: :mod:`fairseq_tree.evaluation.classify`.
+Table 4 analysis (also printed as a table on stderr). Library: :mod:`fairseq_tree.inference.classify`.
 """
 
 import argparse
 import json
 import logging
 import sys
-from typing import List
+from typing import Iterable, List, Tuple
 
 logger = logging.getLogger("fairseq_tree.classify")
 
@@ -58,9 +58,19 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
-    from fairseq_tree.evaluation.classify import read_lines
+def read_lines(path: str) -> Iterable[Tuple[int, str]]:
+    """(line number, stripped text) of every line; an empty or undecodable line is a ``ValueError`` FILE:LINE."""
+    from fairseq_tree.preprocess.text import InputError, check_line, decode_line
 
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                yield lineno, check_line(decode_line(raw.rstrip(b"\r\n")))
+            except InputError as e:
+                raise ValueError(f"{path}:{lineno}: {e.message}") from None
+
+
+def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
     labels = []
     for lineno, text in read_lines(path):
         try:
@@ -90,7 +100,7 @@ def _parse_raw(path: str, lines, args) -> List[str]:
 
 def read_examples(clf, args, scheme):
     """The examples of ``args.input`` (see the module docstring); ``ValueError`` FILE:LINE on bad input."""
-    from fairseq_tree.evaluation.classify import InputError, examples_from_texts, read_lines
+    from fairseq_tree.inference.classify import InputError, examples_from_texts
 
     lines = list(read_lines(args.input))
     if not lines:
@@ -115,7 +125,7 @@ def format_attention(share: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    from fairseq_tree.evaluation.classify import Classifier
+    from fairseq_tree.inference.classify import Classifier
 
     args = get_parser().parse_args(argv)
     clf = Classifier(args.path, data=args.data, device=args.device, max_tokens=args.max_tokens,

@@ -5,6 +5,8 @@
 * :mod:`.batching`: length-sorted batches of indices, and results back in input order;
 * :mod:`.parse`: :class:`~.parse.LALParser` (``lal_parser`` checkpoints) -> :class:`~.parse.Parse` per sentence;
 * :mod:`.induce`: :func:`~.induce.load` and :func:`~.induce.induce_all` (``tree_induction`` checkpoints);
+* :mod:`.classify`: :class:`~.classify.Classifier` (``tree_classification`` checkpoints), predictions and
+  their accuracies, the Table 4 attention shares;
 * :mod:`.text`: :class:`~.text.RawTextParser`, raw text -> bracketed trees (tokenizer + preprocessing backend).
 
 Submodules are imported on use: importing this package loads no model code.

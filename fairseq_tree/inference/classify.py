@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -267,16 +267,4 @@ def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassSche
     return examples, fmt
 
 
-def read_lines(path: str) -> Iterable[Tuple[int, str]]:
-    """(line number, stripped text) of every line; an empty or undecodable line is a ``ValueError`` FILE:LINE."""
-    from fairseq_tree.preprocess.text import InputError, check_line, decode_line
-
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                yield lineno, check_line(decode_line(raw.rstrip(b"\r\n")))
-            except InputError as e:
-                raise ValueError(f"{path}:{lineno}: {e.message}") from None
-
-
-__all__ = ["Classifier", "Example", "read_lines", "QUERY_GROUPS"]
+__all__ = ["Classifier", "Example", "InputError", "QUERY_GROUPS", "detect_format", "examples_from_texts"]
