@@ -57,12 +57,10 @@ def main():
     p.add_argument("--subset", default="test")
     p.add_argument("--max-tokens", type=int, default=4096)
     a = p.parse_args()
-    from fairseq import checkpoint_utils
+    from fairseq_tree.inference.checkpoint import load_checkpoint
 
-    import fairseq_tree  # noqa: F401  (registers the task; compat shims for torch.load)
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([a.path], arg_overrides={"data": a.data})
-    model = models[0].eval()
+    models, _, task = load_checkpoint(a.path, a.data)
+    model = models[0]
     r = attention_share(model, task, a.subset, a.max_tokens)
     print(f"Leaves/Nodes (% of source positions): {r['leaves_pct']} / {r['nodes_pct']}")
     for k, s in enumerate(r["target_to_nodes_pct"], 1):
