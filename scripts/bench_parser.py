@@ -49,6 +49,7 @@ def main():
     import fairseq_tree  # noqa: F401
     from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion
     from fairseq_tree.data.parsing_data import binarize, get_parser, read_parse_trees
+    from fairseq_tree.inference.batching import length_batches
     from fairseq_tree.models import lal_parser as lp
     from fairseq_tree.tasks.constituency_parsing import ConstituencyParsingConfig, ConstituencyParsingTask
 
@@ -70,8 +71,7 @@ def main():
     crit = SpanHingeDependencyCriterion(task, dependency_weight=0.0)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     ds = task.datasets["train"]
-    order = sorted(range(len(ds)), key=lambda i: ds.sizes[i])
-    batches = [order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size)]
+    batches = length_batches([int(ds.sizes[i]) for i in range(len(ds))], args.batch_size)
     model.train()
     t0 = time.perf_counter()
     for b in batches:
