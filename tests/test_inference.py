@@ -1,5 +1,9 @@
-"""The one length-sorted batching helper (:mod:`fairseq_tree.inference.batching`), used by the parser, the
-inducer, the classifier and the preprocessing parser backends: hand-written expected batches."""
+"""The inference library (:mod:`fairseq_tree.inference`): the one length-sorted batching helper, used by the
+parser, the inducer, the classifier and the preprocessing parser backends (hand-written expected batches), and
+the rule that library code (hub, backends, tasks, inference/) imports no CLI module."""
+
+import re
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +39,11 @@ def test_restore_order():
     assert restore_order(batches, results) == [f"s{i}:{n}" for i, n in enumerate(LENGTHS)]
     with pytest.raises(ValueError):
         restore_order(batches, [r[:-1] for r in results])
+
+
+def test_library_imports_no_cli():
+    root = Path(__file__).resolve().parents[1] / "fairseq_tree"
+    library = [root / "hub.py", *(root / "inference").glob("*.py"), *(root / "preprocess" / "parsers").glob("*.py"),
+               *(root / "tasks").glob("*.py")]
+    cli_import = re.compile(r"^\s*(from|import)\s+fairseq_tree\.evaluation\.\w+_cli\b", re.M)
+    assert [str(p.relative_to(root)) for p in library if cli_import.search(p.read_text(encoding="utf-8"))] == []
