@@ -277,7 +277,7 @@ def trained(sst, tmp_path_factory):
 
 
 def classify(*args):
-    from fairseq_tree.inference.classify_cli import main
+    from fairseq_tree.evaluation.classify_cli import main
 
     return main([str(a) for a in args])
 
