@@ -48,6 +48,9 @@ import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from fairseq_tree.trees import ptb_to_upos
+from fairseq_tree.trees import write_conllu as write_conllu_file
+
 logger = logging.getLogger("stanza_train")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -75,23 +78,6 @@ PRESETS: Dict[str, dict] = {
         tagger="--batch_size 100 --max_steps 20000 --eval_interval 200 --log_step 100",
         parser="--epochs 200 --epoch_size 0"),
 }
-
-PTB2UPOS = {
-    "CC": "CCONJ", "CD": "NUM", "DT": "DET", "EX": "PRON", "FW": "X", "IN": "ADP",
-    "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ", "LS": "X", "MD": "AUX", "NN": "NOUN",
-    "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "PDT": "DET", "POS": "PART",
-    "PRP": "PRON", "PRP$": "PRON", "RB": "ADV", "RBR": "ADV", "RBS": "ADV", "RP": "ADP",
-    "SYM": "SYM", "TO": "PART", "UH": "INTJ", "VB": "VERB", "VBD": "VERB", "VBG": "VERB",
-    "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB", "WDT": "DET", "WP": "PRON", "WP$": "PRON",
-    "WRB": "ADV", "$": "SYM", "#": "SYM", "HYPH": "PUNCT", "NFP": "PUNCT", "ADD": "X",
-    "AFX": "ADJ", "GW": "X", "XX": "X",
-}
-PUNCT_TAGS = {",", ".", ":", "``", "''", "-LRB-", "-RRB-", "-LCB-", "-RCB-"}
-
-
-def ptb_to_upos(tag: str) -> str:
-    return "PUNCT" if tag in PUNCT_TAGS else PTB2UPOS.get(tag, "X")
-
 
 # ================================================================================================
 # offline subprocess side (socket guard + the two constituency-trainer monkeypatches)
@@ -287,14 +273,12 @@ def words_tags(tree) -> Tuple[List[str], List[str]]:
 
 
 def write_conllu(trees: Sequence, path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for i, t in enumerate(trees):
-            words, tags = words_tags(t)
-            f.write(f"# sent_id = {i + 1}\n# text = {' '.join(words)}\n")
-            for j, (w, tag) in enumerate(zip(words, tags)):
-                f.write("\t".join([str(j + 1), w, "_", ptb_to_upos(tag), tag, "_", "0" if j == 0 else "1",
-                                   "root" if j == 0 else "dep", "_", "_"]) + "\n")
-            f.write("\n")
+    """The tagger's training data: words, UPOS (:func:`ptb_to_upos`) and PTB tags of stanza trees, with dummy
+    heads (word 1 the root, the others attached to it), through the one CoNLL-U writer."""
+    sents = [words_tags(t) for t in trees]
+    write_conllu_file(str(path), [w for w, _ in sents], [[0] + [1] * (len(w) - 1) for w, _ in sents],
+                      [t for _, t in sents], upos=[[ptb_to_upos(x) for x in t] for _, t in sents],
+                      blank_after_last=True)
 
 
 def write_mrg(trees: Sequence, path: Path) -> None:
