@@ -48,9 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fairseq_tree.trees import distances_to_tree, post_order
-
-Span = Tuple[int, int]
+from fairseq_tree.trees import Span, distances_to_tree, post_order
 
 #: log-link clamp: log(max(a, LOG_EPS)); the reference adds 1e-9 before the log.
 LOG_EPS = 1e-9

@@ -59,9 +59,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from fairseq_tree.trees import distances_to_tree, post_order
-
-Span = Tuple[int, int]
+from fairseq_tree.trees import Span, distances_to_tree, post_order
 
 #: width of a band of span maxima that share one shift in eq. 11's prefix sums: 1/Z(l, r) <= e^64 inside a band,
 #: far from fp32's overflow (e^88), and every e_j of a span is <= 1
