@@ -76,7 +76,8 @@ def stanza_conllu(split, tmp):
     return {"stanza_conllu": _sha((tmp / "s.conllu").read_bytes())}
 
 
-VIEWS = {"canonical": lambda split, tmp: canonical_views(split), "parse_tree": lambda split, tmp: parse_tree_views(split),
+VIEWS = {"canonical": lambda split, tmp: canonical_views(split),
+         "parse_tree": lambda split, tmp: parse_tree_views(split),
          "gold": gold_views, "parse_cli": parse_cli_conllu, "stanza": stanza_conllu}
 
 
