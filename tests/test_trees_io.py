@@ -94,3 +94,13 @@ def test_the_two_punctuation_sets():
     assert EVALB_PUNCT_TAGS == {",", ":", "``", "''", "."}
     assert UPOS_PUNCT_TAGS - EVALB_PUNCT_TAGS == {"-LRB-", "-RRB-", "-LCB-", "-RCB-"}
     assert [ptb_to_upos(t) for t in ["-LRB-", ",", "NN", "HYPH", "???"]] == ["PUNCT", "PUNCT", "NOUN", "PUNCT", "X"]
+
+
+def test_tree_views_hand_made():
+    from fairseq_tree.trees import Tree
+
+    t = Tree.from_brackets("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it)))) (. .))")
+    assert t.labeled_spans() == [(0, 2, "NP"), (3, 5, "PP"), (2, 5, "VP"), (0, 6, "S")]
+    assert t.distances() == [1, 3, 2, 1, 3]
+    assert t.to_brackets() == "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (PRP it))) (. .))"
+    assert t.parents() == [3, 2, 3, -1]

@@ -80,10 +80,29 @@ class Tree:
         """``[s0, e0, s1, e1, ...]``: the layout of the binarized ``spans`` dataset."""
         return [x for span in self.spans for x in span]
 
+    # views (the functions live in the modules that import this one, hence the local imports)
+    @classmethod
+    def from_brackets(cls, text: str, unary: str = "lowest") -> "Tree":
+        """:func:`~fairseq_tree.trees.brackets.tree_from_brackets`."""
+        from fairseq_tree.trees.brackets import tree_from_brackets
+
+        return tree_from_brackets(text, unary)
+
     def to_brackets(self) -> str:
-        from fairseq_tree.trees.brackets import to_brackets  # brackets imports this module
+        """One line of PTB brackets (:func:`~fairseq_tree.trees.brackets.to_brackets`)."""
+        from fairseq_tree.trees.brackets import to_brackets
 
         return to_brackets(self)
+
+    def labeled_spans(self) -> List[LabeledSpan]:
+        """``(start, end, label)`` of every node, post-order. Shape [m]."""
+        return [(s, e, label) for (s, e), label in zip(self.spans, self.labels)]
+
+    def distances(self) -> List[int]:
+        """Syntactic distances [n - 1] (:func:`~fairseq_tree.trees.spans.tree_to_distances`)."""
+        from fairseq_tree.trees.spans import tree_to_distances
+
+        return tree_to_distances(self.spans, len(self.words))
 
     def parents(self) -> List[int]:
         """Parent node index of each node (-1 for the root). Shape [m]."""
