@@ -10,7 +10,8 @@
 * :mod:`.conllu`: dependency heads, CoNLL-U in and out;
 * :mod:`.tags`: PTB tag sets (the two punctuation conventions, PTB -> UPOS);
 * :mod:`.parse_tree`: the EVALB view (:class:`ParseTree`: labeled spans with one-word unaries);
-* :mod:`.gold`: the unsupervised-evaluation view (:class:`~.gold.GoldSentence`: a tree restricted to its words);
+* :mod:`.gold`: the unsupervised-evaluation view (:class:`~.gold.GoldSentence`: a tree restricted to its words;
+  not re-exported here: it needs :mod:`fairseq_tree.data.induction_text`, which imports this package);
 * :mod:`.io`: the one atomic-write helper.
 """
 
@@ -21,8 +22,8 @@ from fairseq_tree.trees.tree import (
 from fairseq_tree.trees.io import (atomic_path, atomic_write, atomic_write_text, atomic_copy)
 from fairseq_tree.trees.brackets import (
     UNESCAPE_WORD, ESCAPE_WORD, TOKEN_RE, RawTree, parse_tokens, parse_brackets, strip_function_tags, is_preterminal,
-    prune_none, canonicalize, tree_from_brackets, read_tree_lines, read_treebank, escape_word, to_brackets,
-    plain_word, spans_to_brackets, write_brackets)
+    prune_none, canonicalize, tree_from_brackets, read_tree_lines, read_treebank, escape_word, bracket_line,
+    preterminals, to_brackets, plain_word, spans_to_brackets, write_brackets)
 from fairseq_tree.trees.sst import (NO_CLASS, labelled_tree_from_brackets)
 from fairseq_tree.trees.subwords import (expand_subwords, merge_subwords)
 from fairseq_tree.trees.spans import (unlabeled_spans, node_heights, tree_to_distances, distances_to_tree)
@@ -31,4 +32,3 @@ from fairseq_tree.trees.conllu import (
 from fairseq_tree.trees.tags import (EVALB_PUNCT_TAGS, UPOS_PUNCT_TAGS, PTB2UPOS, ptb_to_upos)
 from fairseq_tree.trees.parse_tree import (ParseTree, labeled_to_brackets, parse_tree_from_brackets, raw_to_parse_tree,
                                            read_parse_trees)
-from fairseq_tree.trees.brackets import bracket_line, preterminals
