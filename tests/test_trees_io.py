@@ -39,14 +39,12 @@ def test_atomic_write_leaves_no_partial_file_on_error(tmp_path):
 
 def test_atomic_write_has_open_permissions_and_copies(tmp_path):
     """mkstemp's 0600 is not kept: the file gets what ``open(path, "w")`` gives under the umask."""
-    mask = os.umask(0o022)
-    try:
-        atomic_write_text(str(tmp_path / "a"), "x")
-        atomic_copy(str(tmp_path / "a"), str(tmp_path / "b"))
-    finally:
-        os.umask(mask)
+    open(tmp_path / "plain", "w").close()
+    atomic_write_text(str(tmp_path / "a"), "x")
+    atomic_copy(str(tmp_path / "a"), str(tmp_path / "b"))
+    expected = stat.S_IMODE(os.stat(tmp_path / "plain").st_mode)
     for name in "ab":
-        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o644
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == expected
     assert (tmp_path / "b").read_text() == "x"
 
 

@@ -11,10 +11,13 @@ import tempfile
 from typing import IO, Iterator
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once, at import, so threads never see umask 0
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
 
 
 @contextlib.contextmanager
@@ -26,7 +29,7 @@ def atomic_path(path: str) -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
