@@ -1,6 +1,10 @@
 """StructFormer parser (Shen et al. 2021, "StructFormer: Joint Unsupervised Induction of Dependency and
 Constituency Structure from Masked Language Modeling", Sections 3-4 and Appendix A.1).
 
+"The authors' code" below is `google-research/google-research` ``structformer/structformer.py`` (the parser
+network, its LayerNorm, the log-parametrised temperatures, the distance calibration) and
+``structformer/test_phrase_grammar.py`` (the evaluation's root and heads).
+
 Notation of the paper: syntactic **distance** τ_k between consecutive words k and k+1 ([n-1] per sentence) and
 syntactic **height** δ_i of word i ([n] per sentence).
 
