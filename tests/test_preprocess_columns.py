@@ -13,8 +13,9 @@ import torch
 
 from conftest import SHARED
 from fairseq.data import Dictionary, indexed_dataset
-from fairseq_tree.trees import (Tree, TreeFormatError, _one_tree_lowest, canonicalize, distances_to_tree,
-                                expand_subwords, parse_brackets, tree_from_brackets)
+from fairseq_tree.trees import (Tree, TreeFormatError, canonicalize, distances_to_tree, expand_subwords, parse_brackets,
+                                tree_from_brackets)
+from fairseq_tree.trees.brackets import _one_tree_lowest
 from fairseq_tree.preprocess import columns as C
 from fairseq_tree.preprocess.binarize import build_dictionary
 from fairseq_tree.preprocess.bpe import BatchBPE, Segmenter, learn_codes

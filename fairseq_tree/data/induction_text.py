@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Iterable, Iterator, List, Sequence
 
-from fairseq_tree.trees import read_treebank
+from fairseq_tree.trees import atomic_write, read_treebank
 
 #: POS tags of words (eval_protocol.md; ON-LSTM / Tree Transformer / StructFormer evaluation code).
 WORD_TAGS = frozenset(
@@ -72,8 +72,7 @@ def cli_main(argv=None) -> None:
     p.add_argument("--min-words", type=int, default=1, help="drop (and count) shorter sentences")
     args = p.parse_args(argv)
     norm = dict(lowercase=not args.keep_case, digits=not args.keep_digits)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
+    with atomic_write(args.out) as out:  # no half-written file on an error
         for path in args.treebank + args.text:
             if path in args.treebank:
                 sents = treebank_sentences(path, **norm)
@@ -88,9 +87,6 @@ def cli_main(argv=None) -> None:
                 kept += 1
             print(f"{path}: {kept} sentences written, {dropped} with fewer than {args.min_words} words "
                   f"dropped", file=sys.stderr)
-    import os
-
-    os.replace(tmp, args.out)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,7 @@
 """Treebank reading and binarization for ``--task constituency_parsing`` (the LAL parser).
 
-Parsing needs one thing the canonical :class:`fairseq_tree.trees.Tree` drops: a unary chain over a single
-word (``(NP (PRP it))``) is a constituent that EVALB scores, so the parser must predict it. The reader
-here (:func:`read_parse_trees`) builds on ``trees.parse_brackets``/``_prune_none`` and keeps such spans:
-a :class:`ParseTree` has labeled half-open spans of length >= 1, post-order, unary chains joined into one
-label (``S+VP``, ``S+NP`` over one word), function tags stripped, ``-NONE-`` removed, the outer
-``TOP``/``ROOT``/empty wrapper removed (kept as the root label only when the sentence is a bare
-preterminal, so every tree has a labeled whole-sentence span).
+Trees are read as :class:`fairseq_tree.trees.ParseTree` (the EVALB view: labeled spans that keep one-word
+unaries, see :mod:`fairseq_tree.trees.parse_tree`); the reader and writer are re-exported here.
 
 Binarizer::
 
@@ -34,107 +29,13 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import List
 
-from fairseq_tree.trees import (
-    ROOT_LABEL, WRAPPER_LABELS, TreeFormatError, _UNESCAPE_WORD, _is_preterminal, _prune_none, escape_word,
-    parse_brackets, plain_word, read_conllu, strip_function_tags,
-)
-
-LabeledSpan = Tuple[int, int, str]
-
-
-@dataclass
-class ParseTree:
-    """words [n], tags [n], spans: (start, end, label) half-open, length >= 1, post-order, root last."""
-
-    words: List[str]
-    tags: List[str]
-    spans: List[LabeledSpan] = field(default_factory=list)
-    heads: Optional[List[int]] = None
-    relations: Optional[List[str]] = None
-
-    def __len__(self):
-        return len(self.words)
-
-
-def raw_to_parse_tree(raw: Sequence) -> ParseTree:
-    """Raw bracket trees of one sentence (``trees.parse_brackets`` output) -> :class:`ParseTree`."""
-    nodes = [t for t in (_prune_none(r) for r in raw) if t is not None]
-    if not nodes:
-        raise TreeFormatError("tree has no words (only empty elements)")
-    top = nodes[0] if len(nodes) == 1 else [ROOT_LABEL] + nodes
-    while top[0] in WRAPPER_LABELS and len(top) == 2 and not isinstance(top[1], str) \
-            and not _is_preterminal(top[1]):
-        top = top[1]
-    if _is_preterminal(top):  # a bare one-word sentence: give it a root
-        top = [ROOT_LABEL, top]
-    words: List[str] = []
-    tags: List[str] = []
-    spans: List[LabeledSpan] = []
-
-    def visit(node):
-        if _is_preterminal(node):
-            words.append(_UNESCAPE_WORD.get(node[1], node[1]))
-            tags.append(strip_function_tags(node[0]))
-            return
-        start, before = len(words), len(spans)
-        children = node[1:]
-        for child in children:
-            if isinstance(child, str):
-                raise TreeFormatError(f"bare word {child!r} under ({node[0]} ...)")
-            visit(child)
-        label = strip_function_tags(node[0]) or ROOT_LABEL
-        if len(children) == 1 and not _is_preterminal(children[0]) and len(spans) > before:
-            s, e, lab = spans[-1]  # unary chain over a phrase: join onto the child's span
-            spans[-1] = (s, e, label + "+" + lab)
-        else:
-            spans.append((start, len(words), label))
-
-    visit(top)
-    return ParseTree(words, tags, spans)
-
-
-def parse_tree_from_brackets(text: str) -> ParseTree:
-    return raw_to_parse_tree(parse_brackets(text))
-
-
-def read_parse_trees(path: str) -> Iterator[ParseTree]:
-    """Every top-level bracket of a .mrg file (one- or multi-line) is one sentence."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        raws = parse_brackets(text)
-    except TreeFormatError as e:
-        raise e.at(path, None) from None
-    for k, raw in enumerate(raws, 1):
-        try:
-            yield raw_to_parse_tree([raw])
-        except TreeFormatError as e:
-            raise TreeFormatError(f"tree {k}: {e.message}", path) from None
-
-
-def to_brackets(words: Sequence[str], tags: Sequence[str], spans: Sequence[LabeledSpan]) -> str:
-    """One-line PTB brackets with POS preterminals; joined labels ``S+VP`` become unary chains again; words are
-    escaped as the treebank writes them (``trees.escape_word``: ``{`` -> ``-LCB-``), so
-    :func:`parse_tree_from_brackets` reads back the same tree."""
-    n = len(words)
-    opens: List[List[str]] = [[] for _ in range(n)]
-    closes = [0] * n
-    for s, e, label in sorted(spans, key=lambda x: (x[0], -x[1])):
-        for part in label.split("+"):
-            opens[s].append(part)
-            closes[e - 1] += 1
-    out = []
-    for j in range(n):
-        for label in opens[j]:
-            out.append("(" + label + " ")
-        out.append(f"({tags[j] or 'X'} {escape_word(words[j])})")
-        out.append(")" * closes[j])
-        if j + 1 < n:
-            out.append(" ")
-    return "".join(out)
+from fairseq_tree.trees import plain_word, read_conllu
+# re-exported: the LAL parser's CLI and tests read and write trees through this module
+from fairseq_tree.trees.parse_tree import (ParseTree, parse_tree_from_brackets, raw_to_parse_tree,  # noqa: F401
+                                           read_parse_trees)
+from fairseq_tree.trees.parse_tree import labeled_to_brackets as to_brackets  # noqa: F401
 
 
 def attach_dependencies(trees: List[ParseTree], dep_path: str, tree_path: str) -> None:

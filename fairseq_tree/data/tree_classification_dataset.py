@@ -1,6 +1,6 @@
 """Datasets of the ``tree_classification`` task: trees with the classes of the sentence, its nodes and leaves.
 
-A sample is one tree in the project's representation (``fairseq_tree/trees.py``): leaves [n] (token ids, no
+A sample is one tree in the project's representation (``fairseq_tree/trees/tree.py``): leaves [n] (token ids, no
 EOS), nodes [m] (node-input label ids, post-order), spans [m, 2] (half-open), plus ``target`` (the sentence's
 class), ``node_target`` [m] and ``leaf_target`` [n] (-1 = no target), as written by
 ``fairseq-tree-preprocess --task classification`` (:mod:`fairseq_tree.data.class_labels`).

@@ -1,7 +1,7 @@
 """A fairseq ``LanguagePairDataset`` whose source is a tree: leaves, node labels and spans.
 
 The leaves are the ordinary source dataset (no EOS); ``nodes`` [m] and ``spans`` [2m] (half-open,
-post-order, see ``fairseq_tree/trees.py``) come from the ``.nodes`` and ``.spans`` datasets written by
+post-order, see ``fairseq_tree/trees/tree.py``) come from the ``.nodes`` and ``.spans`` datasets written by
 ``fairseq-tree-preprocess``. Batching and ``--max-source-positions`` count leaves + nodes, the length
 the encoder attends over.
 """

@@ -39,15 +39,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from fairseq_tree.data.parsing_data import ParseTree
-from fairseq_tree.trees import (_TOKEN_RE, RawTree, TreeFormatError, _is_preterminal, _parse_tokens, plain_word,
-                                read_conllu)
+from fairseq_tree.trees import (EVALB_PUNCT_TAGS, TOKEN_RE, LabeledSpan, ParseTree, RawTree, TreeFormatError,
+                                is_preterminal, parse_tokens, plain_word, read_conllu)
 
-#: COLLINS.prm's punctuation DELETE_LABELs (terminals removed before anything is compared)
-PUNCT_TAGS = frozenset([",", ":", "``", "''", "."])
+#: COLLINS.prm's punctuation DELETE_LABELs (terminals removed before anything is compared; ``trees.tags``)
+PUNCT_TAGS = EVALB_PUNCT_TAGS
 #: every DELETE_LABEL of COLLINS.prm
 COLLINS_DELETE_LABELS = frozenset(["TOP", "-NONE-"]) | PUNCT_TAGS
 #: deleted as well with ``delete_wrappers=True``: fairseq-tree's readers drop these outer brackets, EVALB does not
+#: (``trees.WRAPPER_LABELS`` also has ``TOP``, which COLLINS.prm deletes anyway)
 WRAPPER_LABELS = frozenset(["ROOT", ""])
 #: COLLINS.prm's EQ_LABEL pairs, as label -> representative
 EQ_LABELS = {"PRT": "ADVP"}
@@ -55,7 +55,6 @@ EQ_LABELS = {"PRT": "ADVP"}
 LENGTH_DELETE_LABELS = frozenset(["-NONE-"])
 CUTOFF_LEN = 40
 
-LabeledSpan = Tuple[int, int, str]
 STATUS_OK, STATUS_ERROR, STATUS_SKIP = 0, 1, 2
 
 
@@ -72,7 +71,7 @@ def evalb_tree(raw: Sequence[RawTree], bare_leaves: bool = False) -> ParseTree:
     spans: List[LabeledSpan] = []
 
     def visit(node: RawTree) -> None:
-        if _is_preterminal(node):
+        if is_preterminal(node):
             words.append(node[1])
             tags.append(node[0])
             return
@@ -101,7 +100,7 @@ def read_sentences(path: str, predicted: bool) -> Iterator[Tuple[int, List[RawTr
     start, depth = None, 0
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            toks = _TOKEN_RE.findall(line)
+            toks = TOKEN_RE.findall(line)
             if not toks and depth == 0:
                 if predicted:
                     yield lineno, []
@@ -116,7 +115,7 @@ def read_sentences(path: str, predicted: bool) -> Iterator[Tuple[int, List[RawTr
                 raise TreeFormatError(f"{depth} unclosed '(' (predicted trees are read one per line)", path, lineno)
             if depth == 0:
                 try:
-                    raw, _ = _parse_tokens(tokens)
+                    raw, _ = parse_tokens(tokens)
                 except TreeFormatError as e:
                     raise e.at(path, start) from None
                 yield start, raw
@@ -352,14 +351,14 @@ def format_report(scorer: EvalbScorer, per_sentence: bool = False) -> str:
 
 # ------------------------------------------------------------------------------------------- in-memory trees
 def _split_chains(t: ParseTree) -> ParseTree:
-    """A canonical ParseTree (``parsing_data``: chains joined as ``S+VP``) as EVALB reads its brackets."""
+    """A canonical ParseTree (``trees.parse_tree``: chains joined as ``S+VP``) as EVALB reads its brackets."""
     return ParseTree(t.words, t.tags, [(s, e, part) for s, e, label in t.spans for part in label.split("+")])
 
 
 def bracket_f1(gold: Sequence[ParseTree], pred: Sequence[ParseTree], delete_wrappers: bool = False
                ) -> Dict[str, object]:
     """EVALB scores (:meth:`EvalbScorer.result`) of parallel lists of canonical ParseTrees
-    (``parsing_data.read_parse_trees``: their readers already removed wrappers and ``-NONE-`` and unescaped words)."""
+    (``trees.read_parse_trees``: their readers already removed wrappers and ``-NONE-`` and unescaped words)."""
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
     scorer = EvalbScorer(delete_wrappers)

@@ -31,6 +31,7 @@ from fairseq_tree.data.parsing_data import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
 from fairseq_tree.inference.parse import LALParser, Parse
 from fairseq_tree.trees import TreeFormatError, read_conllu
+from fairseq_tree.trees import write_conllu as write_conllu_file
 
 logger = logging.getLogger("fairseq_tree.parse")
 
@@ -48,12 +49,8 @@ def read_input(path: str):
 
 
 def write_conllu(parses: Sequence[Parse], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for k, p in enumerate(parses, 1):
-            f.write(f"# sent_id = {k}\n# text = {' '.join(p.words)}\n")
-            for d, (w, t, h, r) in enumerate(zip(p.words, p.tags, p.heads, p.relations), 1):
-                f.write(f"{d}\t{w}\t_\t{t}\t{t}\t_\t{h}\t{r}\t_\t_\n")
-            f.write("\n")
+    write_conllu_file(path, [p.words for p in parses], [p.heads for p in parses], [p.tags for p in parses],
+                      relations=[p.relations for p in parses], blank_after_last=True)
 
 
 def plot_attention(parse: Parse, head_names: Sequence[str], path: str) -> None:

@@ -17,7 +17,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-Span = Tuple[int, int]
+from fairseq_tree.trees.tree import Span
 
 
 def _plt():

@@ -51,135 +51,23 @@ headed by its left neighbour, the first word is the root) and right chain (right
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
-from fairseq_tree.trees import (ROOT_LABEL, Tree, TreeFormatError, distances_to_tree, escape_word, plain_word,
-                                post_order, read_conllu, read_treebank)
+# the writers and the gold view live in the trees package; re-exported as this module's API
+from fairseq_tree.trees import (Span, TreeFormatError, atomic_write_text, conllu_lines, distances_to_tree,  # noqa: F401
+                                post_order, read_conllu, spans_to_brackets, write_brackets, write_conllu)
+from fairseq_tree.trees.gold import (GoldSentence, gold_from_tree, project_heads, read_gold,  # noqa: F401
+                                     same_token)
 
-Span = Tuple[int, int]
-LabeledSpan = Tuple[int, int, str]
+_atomic_write = atomic_write_text  # induce_cli's name for it
 
 #: the labels of the papers' per-label recall tables (Kim et al. 2019; Wang et al. Table 3; Shen et al. Table 3)
 PAPER_LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 #: balanced baseline: a span of length L splits after ceil(L/2) ("ceil") or floor(L/2) ("floor") words
 BALANCED_SPLIT = "ceil"
 RANDOM_SEEDS = (0, 1, 2, 3, 4)
-
-
-# ----------------------------------------------------------------------------------------------- gold
-@dataclass
-class GoldSentence:
-    """One gold sentence restricted to its n kept words (0-based word k = kept leaf k).
-
-    words:     [n] normalised words (``normalize_word``: lower-cased, digits -> ``N``), as the models see them.
-    raw_words: [n] the surface words of the treebank.
-    tags:      [n] their POS tags (all in WORD_TAGS).
-    spans:     distinct unlabeled spans (i, j), j - i >= 2, in post-order (sorted by (j, -i)); for n >= 2 the
-               whole-sentence span (0, n) is included (the scorer drops it).
-    labeled:   (i, j, label) for every gold node over >= 2 kept words (a multiset, unary chains give one entry
-               per label, the whole-sentence span included); the ``ROOT`` wrapper of a multi-tree line is not.
-    heads:     [n] gold heads over the kept words (1-based, 0 root), or None without a dependency file.
-    line:      line of the .mrg file where the tree starts; index: 0-based sentence number in the file.
-    positions: [n] where the kept words are among the tree's tokens (``-NONE-`` removed); tokens: their number.
-    """
-
-    words: List[str]
-    raw_words: List[str]
-    tags: List[str]
-    spans: List[Span]
-    labeled: List[LabeledSpan]
-    heads: Optional[List[int]] = None
-    line: int = 0
-    index: int = 0
-    positions: Optional[List[int]] = None
-    tokens: int = 0
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-
-def gold_from_tree(tree: Tree, lowercase: bool = True, digits: bool = True) -> GoldSentence:
-    """Restrict a tree read with ``unary="join"`` (chain labels joined by ``+``) to its words.
-
-    ``keep_before[p]`` counts the kept leaves before leaf p, so a node (s, e) covers kept words
-    ``keep_before[s] .. keep_before[e]`` (half-open).
-    """
-    kept = word_positions(tree.tags)
-    keep_before = [0]
-    for t in tree.tags:
-        keep_before.append(keep_before[-1] + (t in WORD_TAGS))
-    labeled: List[LabeledSpan] = []
-    for (s, e), label in zip(tree.spans, tree.labels):
-        a, b = keep_before[s], keep_before[e]
-        if b - a < 2:
-            continue
-        for part in label.split("+"):  # a collapsed unary chain: every label of the chain counts
-            if part != ROOT_LABEL:
-                labeled.append((a, b, part))
-    spans = post_order((keep_before[s], keep_before[e]) for s, e in tree.spans
-                        if keep_before[e] - keep_before[s] >= 2)
-    return GoldSentence(
-        words=[normalize_word(tree.words[p], lowercase, digits) for p in kept],
-        raw_words=[tree.words[p] for p in kept], tags=[tree.tags[p] for p in kept], spans=spans,
-        labeled=labeled, positions=kept, tokens=len(tree.words))
-
-
-def project_heads(heads: Sequence[int], kept: Sequence[int]) -> List[int]:
-    """Heads over all tokens (1-based, 0 root) -> heads over the kept tokens (0-based positions ``kept``).
-
-    A kept token whose head is dropped climbs to the nearest kept ancestor (0 if none). Shape [len(kept)].
-    """
-    new_index = {p + 1: k + 1 for k, p in enumerate(kept)}  # old 1-based id -> new 1-based id
-    out = []
-    for p in kept:
-        h = heads[p]
-        while h != 0 and h not in new_index:
-            h = heads[h - 1]  # acyclic: read_conllu checked the tree
-        out.append(new_index.get(h, 0))
-    return out
-
-
-def _same_token(a: str, b: str) -> bool:
-    """Same word once the PTB escapes are undone (a dependency file's forms vs tree leaves: ``-LRB-``, ``\\/``)."""
-    return plain_word(a) == plain_word(b)
-
-
-def read_gold(mrg_path: str, conllu_path: Optional[str] = None, lowercase: bool = True,
-              digits: bool = True) -> List[GoldSentence]:
-    """Gold records of a (multi-line) .mrg treebank, with gold heads from a .conllu / .conll file aligned
-    sentence by sentence (sentence i of the dependency file belongs to tree i).
-
-    The dependency file must hold the tree's leaves (``-NONE-`` removed) in order, compared with ``-LRB-``
-    etc. unescaped; the kept words are chosen by the *treebank's* tags. A mismatch raises
-    :class:`TreeFormatError` naming both files, the sentence number and the .mrg line.
-    """
-    deps = iter(read_conllu(conllu_path)) if conllu_path is not None else None
-    out: List[GoldSentence] = []
-    for k, (line, tree) in enumerate(read_treebank(mrg_path, unary="join")):
-        g = gold_from_tree(tree, lowercase, digits)
-        g.line, g.index = line, k
-        if deps is not None:
-            dep = next(deps, None)
-            where = f"sentence {k + 1} ({mrg_path}:{line})"
-            if dep is None:
-                raise TreeFormatError(f"{conllu_path} ends before {where}", conllu_path)
-            if len(dep.words) != len(tree.words) or not all(map(_same_token, dep.words, tree.words)):
-                diff = next((i for i, (a, b) in enumerate(zip(dep.words, tree.words)) if not _same_token(a, b)),
-                            min(len(dep.words), len(tree.words)))
-                raise TreeFormatError(
-                    f"sentence {k + 1} does not align with {where}: {len(dep.words)} vs {len(tree.words)} "
-                    f"tokens, first difference at token {diff + 1}", conllu_path)
-            g.heads = project_heads(dep.heads, word_positions(tree.tags))
-        out.append(g)
-    if deps is not None and next(deps, None) is not None:
-        raise TreeFormatError(f"more sentences than the {len(out)} trees of {mrg_path}", conllu_path)
-    return out
 
 
 # ------------------------------------------------------------------------------------------ UF1
@@ -373,7 +261,7 @@ def kept_leaves(gold: GoldSentence, n: int) -> List[int]:
 
 def _check_words(gold: GoldSentence, words: Sequence[str]) -> None:
     for k, (a, b) in enumerate(zip(words, gold.raw_words), 1):
-        if not _same_token(a, b):
+        if not same_token(a, b):
             raise ValueError(f"word {k} is {a!r}, the gold's is {b!r}")
 
 
@@ -542,76 +430,6 @@ def masked_word_perplexity(model, dictionary, sentences: Iterable[Union[Sequence
         model.train(was_training)
     mean = total_nll / max(words, 1)
     return {"perplexity": math.exp(mean), "nll": mean, "words": words}
-
-
-# ----------------------------------------------------------------------------------------- writers
-def _atomic_write(path: str, text: str) -> None:
-    """Write to a temporary file beside ``path``, then ``os.replace`` (readers never see a partial file)."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
-def conllu_lines(words: Sequence[str], heads: Sequence[int], tags: Optional[Sequence[str]] = None,
-                 sent_id: Optional[str] = None) -> List[str]:
-    """One CoNLL-U sentence (no trailing blank line): DEPREL ``root`` for head 0, ``dep`` otherwise."""
-    if len(words) != len(heads):
-        raise ValueError(f"{len(words)} words vs {len(heads)} heads")
-    lines = [] if sent_id is None else [f"# sent_id = {sent_id}"]
-    lines.append("# text = " + " ".join(words))
-    for d, (w, h) in enumerate(zip(words, heads), 1):
-        tag = tags[d - 1] if tags is not None else "_"
-        lines.append("\t".join([str(d), w, "_", tag, tag, "_", str(h), "root" if h == 0 else "dep", "_", "_"]))
-    return lines
-
-
-def write_conllu(path: str, words: Sequence[Sequence[str]], heads: Sequence[Sequence[int]],
-                 tags: Optional[Sequence[Sequence[str]]] = None) -> None:
-    """Induced heads as CoNLL-U (10 columns, ``sent_id`` = 1-based sentence number), written atomically."""
-    if len(words) != len(heads):
-        raise ValueError(f"{len(words)} sentences vs {len(heads)} head lists")
-    blocks = ["\n".join(conllu_lines(w, h, tags[k] if tags is not None else None, str(k + 1))) + "\n"
-              for k, (w, h) in enumerate(zip(words, heads))]
-    _atomic_write(path, "\n".join(blocks))
-
-
-def spans_to_brackets(spans: Iterable[Span], words: Sequence[str], label: str = "S",
-                      leaf_label: Optional[str] = None) -> str:
-    """``(S (S w1 w2) w3)``: nested half-open spans (root added if missing, single words ignored) as one line
-    of brackets with a dummy ``label``; words are bare leaves (nltk style) or ``(leaf_label w)``, escaped as the
-    treebank writes them (``trees.escape_word``: ``(`` -> ``-LRB-``, ``{`` -> ``-LCB-``)."""
-    n = len(words)
-    if n == 0:
-        raise ValueError("empty sentence")
-    nodes = {(i, j) for i, j in spans if j - i >= 2}
-    nodes.add((0, n))
-    opens = [0] * n
-    closes = [0] * n
-    for i, j in nodes:
-        if not 0 <= i < j <= n:
-            raise ValueError(f"span {(i, j)} out of range for {n} words")
-        opens[i] += 1
-        closes[j - 1] += 1
-    out = []
-    for k, w in enumerate(words):
-        w = escape_word(w)
-        out.append(f"({label} " * opens[k] + (f"({leaf_label} {w})" if leaf_label else w) + ")" * closes[k])
-    return " ".join(out)
-
-
-def write_brackets(path: str, spans: Sequence[Sequence[Span]], words: Sequence[Sequence[str]],
-                   label: str = "S", leaf_label: Optional[str] = None) -> None:
-    """One bracketed tree per line (:func:`spans_to_brackets`), written atomically."""
-    if len(words) != len(spans):
-        raise ValueError(f"{len(words)} sentences vs {len(spans)} span lists")
-    _atomic_write(path, "".join(spans_to_brackets(s, w, label, leaf_label) + "\n" for s, w in zip(spans, words)))
 
 
 __all__ = [

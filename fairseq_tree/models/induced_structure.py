@@ -7,11 +7,11 @@ padding are never part of a tree, a link or a dependency.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from torch import Tensor
 
-Span = Tuple[int, int]
+from fairseq_tree.trees.tree import Span
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """``lal_parser``: the Label Attention Layer parser (Mrini et al. 2020), constituency + dependency.
 
+"The authors' code" below is `KhalilMrini/LAL-Parser` @ 4b13962, ``src_joint/KM_parser.py`` (the model; its
+heads are a count, never tied to labels) and ``src_joint/main.py`` (training).
+
 Tokens (BOS w_1..w_n EOS) are ``LN([content ; position])``: content = word embedding + POS-tag embedding
 (``--no-pos-tags`` drops it) + a character CNN (max-pooled; stands in for the paper's XLNet, which cannot be
 downloaded here; :meth:`LALParserModel.extra_content` is the hook for a pretrained encoder), position = a

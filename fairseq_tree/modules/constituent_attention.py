@@ -1,5 +1,10 @@
 """Constituent attention (Wang, Lee & Chen, EMNLP 2019, "Tree Transformer", Sections 4-6).
 
+"The authors' code" below is `yaushian/Tree-Transformer` @ 04d19d3: ``attention.py`` (``GroupAttention``: the link
+scores, their 256 scale, the prior C and its diagonal), ``models.py`` (the ``[CLS]`` token in the link chain) and
+``parse.py`` (the parse recursion, its hard-coded layers and the 0.7 rule); see
+``../shared/notes/reference_code_notes.md`` section 1.
+
 Per layer l, over the positions t = 0..T-1 of a batch (token layout of the ``tree_induction`` task:
 ``<s> w_1 .. w_n </s> <pad>..``; only *words* take part in the structure):
 
@@ -48,9 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fairseq_tree.trees import distances_to_tree, post_order
-
-Span = Tuple[int, int]
+from fairseq_tree.trees import Span, distances_to_tree, post_order
 
 #: log-link clamp: log(max(a, LOG_EPS)); the reference adds 1e-9 before the log.
 LOG_EPS = 1e-9

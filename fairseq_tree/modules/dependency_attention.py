@@ -1,5 +1,8 @@
 """Dependency-constrained multi-head self-attention (StructFormer, Shen et al. 2021, Section 4.3, eqs. 13-16).
 
+"The authors' code" below is `google-research/google-research` ``structformer/layers.py`` (the relation-mixing
+attention and its initialisation) and ``structformer/structformer.py`` (the relations, its "cibling" included).
+
 Each head h mixes the relations of the soft dependency graph p_D (from
 :mod:`fairseq_tree.modules.structformer_parser`) with its own weights (eq. 13,
 ``w_h = softmax(θ_h)`` over the relations, per head of each layer: the paper's Fig. 4 shows one row per layer, one

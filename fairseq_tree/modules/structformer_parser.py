@@ -1,6 +1,10 @@
 """StructFormer parser (Shen et al. 2021, "StructFormer: Joint Unsupervised Induction of Dependency and
 Constituency Structure from Masked Language Modeling", Sections 3-4 and Appendix A.1).
 
+"The authors' code" below is `google-research/google-research` ``structformer/structformer.py`` (the parser
+network, its LayerNorm, the log-parametrised temperatures, the distance calibration) and
+``structformer/test_phrase_grammar.py`` (the evaluation's root and heads).
+
 Notation of the paper: syntactic **distance** τ_k between consecutive words k and k+1 ([n-1] per sentence) and
 syntactic **height** δ_i of word i ([n] per sentence).
 
@@ -59,9 +63,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from fairseq_tree.trees import distances_to_tree, post_order
-
-Span = Tuple[int, int]
+from fairseq_tree.trees import Span, distances_to_tree, post_order
 
 #: width of a band of span maxima that share one shift in eq. 11's prefix sums: 1/Z(l, r) <= e^64 inside a band,
 #: far from fp32's overflow (e^88), and every e_j of a span is <= 1

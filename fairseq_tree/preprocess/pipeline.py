@@ -33,6 +33,7 @@ from fairseq_tree.preprocess import sharded_layout as layout
 from fairseq_tree.preprocess import stages
 from fairseq_tree.preprocess.progress import Progress
 from fairseq_tree.preprocess.stages import PreprocessError, Shard, StageConfig
+from fairseq_tree.trees.io import atomic_path, atomic_write
 
 logger = logging.getLogger("fairseq_tree.preprocess")
 
@@ -205,8 +206,8 @@ def run(args) -> dict:
             t0 = time.perf_counter()
             words = Counter(by_split["train"].get("src_word_counts", {}))
             words.update(by_split["train"].get("tgt_word_counts", {}))
-            learn_codes(words, args.bpe_merges, codes_path + ".tmp")
-            os.replace(codes_path + ".tmp", codes_path)
+            with atomic_path(codes_path) as tmp:
+                learn_codes(words, args.bpe_merges, tmp)
             stages.atomic_write_text(os.path.join(workdir, "bpe.done"), "")
             wall["learn_bpe"] = time.perf_counter() - t0
             logger.info("learned %d BPE merges on %d word types in %.1fs", args.bpe_merges, len(words),
@@ -329,8 +330,8 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
         return Counter(train_meta.get("counts", {}).get(role, {}))
 
     def save(d: Dictionary, path: str):
-        d.save(path + ".tmp")
-        os.replace(path + ".tmp", path)
+        with atomic_path(path) as tmp:
+            d.save(tmp)
 
     paths = {"src": os.path.join(destdir, f"dict.{src}.txt"),
              "labels": os.path.join(destdir, f"dict.{src}.labels.txt")}
@@ -383,11 +384,10 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: 
                                dtypes[key])
                 progress.update(1)
             trees_out = os.path.join(out_dir, f"{split}.{src}.trees")
-            with open(trees_out + ".tmp", "w", encoding="utf-8") as fout:
+            with atomic_write(trees_out) as fout:
                 for s in split_shards:  # the raw tree field (the 2nd) of every row, streamed
                     with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
                         fout.writelines(line.split("\t", 2)[1] + "\n" for line in f)
-            os.replace(trees_out + ".tmp", trees_out)
             progress.update(1)
             progress.close()
 

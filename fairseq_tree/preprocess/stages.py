@@ -21,6 +21,7 @@ from typing import Dict, List, Optional
 
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON, NO_TARGET, ClassScheme, node_inputs, tree_targets
 from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
+from fairseq_tree.trees.io import atomic_copy, atomic_path, atomic_write_text  # noqa: F401  (atomic_copy: re-exported)
 
 from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, decode_line
 
@@ -83,21 +84,6 @@ def read_lines(path: str, offset: int, count: int) -> List[bytes]:
                 break
             lines.append(line.rstrip(b"\r\n"))
     return lines
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def atomic_copy(src: str, dst: str) -> None:
-    """Copy ``src`` to ``dst`` under a temporary name renamed into place (no half-written ``dst``)."""
-    import shutil
-
-    shutil.copyfile(src, dst + ".tmp")
-    os.replace(dst + ".tmp", dst)
 
 
 def write_meta(path: str, meta: dict) -> None:
@@ -408,9 +394,8 @@ def _bpe_columns(shard: Shard, errors: "_Errors"):
               "nodes": node_ids[np.repeat(keep, node_sizes)].astype(np.int32),
               "spans": spans.reshape(-1)[np.repeat(keep, 2 * node_sizes)].astype(np.int32),
               "leaf_sizes": leaf_sizes[keep], "node_sizes": node_sizes[keep], "tgt_sizes": tgt_piece_sizes[keep]}
-    with open(base + ".bpe.npz.tmp", "wb") as f:
+    with atomic_path(base + ".bpe.npz") as tmp, open(tmp, "wb") as f:
         np.savez(f, **arrays)
-    os.replace(base + ".bpe.npz.tmp", base + ".bpe.npz")
     counts = {"src": {}, "tgt": {}, "labels": {}}
     if shard.split == "train":
         counts = {"src": _count(arrays["leaves"], pieces), "tgt": _count(arrays["tgt"], pieces),

@@ -1,0 +1,104 @@
+"""The trees package's shared helpers: the one atomic write, the one CoNLL-U writer (round trip through
+``read_conllu`` on the PTB sample), the one bracket writer, the two punctuation sets."""
+
+import os
+import stat
+
+import pytest
+
+from conftest import SHARED
+from fairseq_tree.trees import (EVALB_PUNCT_TAGS, UPOS_PUNCT_TAGS, atomic_copy, atomic_path, atomic_write,
+                                atomic_write_text, bracket_line, labeled_to_brackets, parse_tree_from_brackets,
+                                ptb_to_upos, read_conllu, spans_to_brackets, write_conllu)
+
+PTB = SHARED / "data" / "ptb_sample"
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    p = tmp_path / "out.txt"
+    p.write_text("old\n")
+    atomic_write_text(str(p), "new\n")
+    assert p.read_text() == "new\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_atomic_write_leaves_no_partial_file_on_error(tmp_path):
+    p = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError):
+        with atomic_write(str(p)) as f:
+            f.write("half")
+            raise RuntimeError("interrupted")
+    assert os.listdir(tmp_path) == []  # neither the target nor the temporary file
+    p.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_path(str(p)) as tmp:
+            open(tmp, "w").write("half")
+            raise RuntimeError("interrupted")
+    assert os.listdir(tmp_path) == ["out.txt"] and p.read_text() == "old\n"
+
+
+def test_atomic_write_has_open_permissions_and_copies(tmp_path):
+    """mkstemp's 0600 is not kept: the file gets what ``open(path, "w")`` gives under the umask."""
+    open(tmp_path / "plain", "w").close()
+    atomic_write_text(str(tmp_path / "a"), "x")
+    atomic_copy(str(tmp_path / "a"), str(tmp_path / "b"))
+    expected = stat.S_IMODE(os.stat(tmp_path / "plain").st_mode)
+    for name in "ab":
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == expected
+    assert (tmp_path / "b").read_text() == "x"
+
+
+def test_write_conllu_hand_made(tmp_path):
+    p = tmp_path / "x.conllu"
+    write_conllu(str(p), [["Hi", "there"], ["Yes"]], [[0, 1], [0]], [["UH", "RB"], ["UH"]],
+                 upos=[["INTJ", "ADV"], ["INTJ"]], relations=[["root", "advmod"], ["root"]], blank_after_last=True)
+    assert p.read_text() == ("# sent_id = 1\n# text = Hi there\n"
+                             "1\tHi\t_\tINTJ\tUH\t_\t0\troot\t_\t_\n2\tthere\t_\tADV\tRB\t_\t1\tadvmod\t_\t_\n\n"
+                             "# sent_id = 2\n# text = Yes\n1\tYes\t_\tINTJ\tUH\t_\t0\troot\t_\t_\n\n")
+    write_conllu(str(p), [["Yes"]], [[0]])  # defaults: tags "_", root/dep, no blank line after the last sentence
+    assert p.read_text() == "# sent_id = 1\n# text = Yes\n1\tYes\t_\t_\t_\t_\t0\troot\t_\t_\n"
+
+
+@pytest.mark.skipif(not (PTB / "valid.conllu").exists(), reason="no shared PTB sample")
+@pytest.mark.parametrize("blank_after_last", [False, True])
+def test_write_conllu_round_trips_the_ptb_sample(tmp_path, blank_after_last):
+    gold = list(read_conllu(str(PTB / "valid.conllu")))
+    p = tmp_path / "rt.conllu"
+    write_conllu(str(p), [d.words for d in gold], [d.heads for d in gold], [d.tags for d in gold],
+                 relations=[d.relations for d in gold], blank_after_last=blank_after_last)
+    back = list(read_conllu(str(p)))
+    assert [(d.words, d.tags, d.heads, d.relations) for d in back] == \
+        [(d.words, d.tags, d.heads, d.relations) for d in gold]
+
+
+def test_bracket_line_nests_chains_in_the_order_given():
+    leaves = ["(PRP it)", "(VBZ is)"]
+    assert bracket_line(leaves, [(0, 2, "S"), (0, 1, "NP"), (1, 2, "VP"), (0, 2, "ROOT")]) == \
+        "(S (ROOT (NP (PRP it)) (VP (VBZ is))))"
+    assert spans_to_brackets([(0, 2)], ["(", "x", "}"]) == "(S (S -LRB- x) -RCB-)"
+    assert spans_to_brackets([], ["a", "b"], "X", "W") == "(X (W a) (W b))"
+
+
+def test_labeled_brackets_split_joined_chains():
+    t = parse_tree_from_brackets("(S (VP (NP (PRP it)) (VBZ is)))")
+    assert t.spans == [(0, 1, "NP"), (0, 2, "S+VP")]
+    assert labeled_to_brackets(t.words, t.tags, t.spans) == "(S (VP (NP (PRP it)) (VBZ is)))"
+    assert labeled_to_brackets(["a"], [""], [(0, 1, "X")]) == "(X (X a))"  # an empty tag is written X
+
+
+def test_the_two_punctuation_sets():
+    """EVALB (COLLINS.prm DELETE_LABEL, and UAS/LAS without punctuation) keeps brackets as words; the UPOS
+    conversion for stanza's tagger maps them to PUNCT."""
+    assert EVALB_PUNCT_TAGS == {",", ":", "``", "''", "."}
+    assert UPOS_PUNCT_TAGS - EVALB_PUNCT_TAGS == {"-LRB-", "-RRB-", "-LCB-", "-RCB-"}
+    assert [ptb_to_upos(t) for t in ["-LRB-", ",", "NN", "HYPH", "???"]] == ["PUNCT", "PUNCT", "NOUN", "PUNCT", "X"]
+
+
+def test_tree_views_hand_made():
+    from fairseq_tree.trees import Tree
+
+    t = Tree.from_brackets("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it)))) (. .))")
+    assert t.labeled_spans() == [(0, 2, "NP"), (3, 5, "PP"), (2, 5, "VP"), (0, 6, "S")]
+    assert t.distances() == [1, 3, 2, 1, 3]
+    assert t.to_brackets() == "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (PRP it))) (. .))"
+    assert t.parents() == [3, 2, 3, -1]
