@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from fairseq_tree.data.parsing_data import to_brackets
+from fairseq_tree.trees import labeled_to_brackets
 from fairseq_tree.inference.batching import length_batches, restore_order
 from fairseq_tree.inference.checkpoint import load_checkpoint
 
@@ -21,7 +21,7 @@ class Parse:
     attention: Optional[torch.Tensor] = None  # [H, n + 2] over BOS, words, EOS
 
     def brackets(self) -> str:
-        return to_brackets(self.words, self.tags, self.spans)
+        return labeled_to_brackets(self.words, self.tags, self.spans)
 
 
 class LALParser:
