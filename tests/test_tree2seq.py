@@ -246,3 +246,22 @@ def test_attention_share_table4_with_uniform_cross_attention(data_bin):
     r = script.attention_share(model.eval(), task, "train", max_tokens=2000)
     assert r["leaves_pct"] == round(100 * sum(leaves) / (sum(leaves) + sum(nodes)), 2)
     assert r["target_to_nodes_pct"] == pytest.approx([100 * share] * 2, abs=0.0051)  # printed to 2 decimals
+
+
+def test_tree_flag_defaults_are_the_papers_in_one_place():
+    """Unset tree flags (a hand-built Namespace, a checkpoint saved before a flag existed) get the paper's
+    settings (|E| = 100, path index, mean over the path incl. the leaf, one leaf-weight vector), and set flags
+    are kept."""
+    from argparse import Namespace
+
+    from fairseq_tree.models.tree2seq_transformer import _tree_attention_kwargs, tree_defaults
+
+    assert _tree_attention_kwargs(Namespace()) == dict(
+        hier_embed=True, max_horizontal=100, max_vertical=100, vertical_index="path", count_leaf_in_mean=True,
+        leaf_weights="vector")
+    args = Namespace(hier_embed_size=None, tree_leaf_weights="per-head", no_subtree_mask=True)
+    tree_defaults(args)
+    assert (args.hier_embed_size, args.tree_leaf_weights, args.no_subtree_mask, args.tree_vertical_index,
+            args.no_hierarchical_embeddings, args.tree_mean_without_leaf) == (100, "per-head", True, "path", False,
+                                                                              False)
+    assert _tree_attention_kwargs(Namespace(hier_embed_size=7, tree_vertical_index="depth"))["max_vertical"] == 7

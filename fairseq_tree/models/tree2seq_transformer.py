@@ -33,17 +33,37 @@ from torch import Tensor
 
 from fairseq_tree.hub import FromPretrained
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
-from fairseq_tree.modules.tree_structure import TreeStructure
+from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
+
+
+# The tree flags' defaults (the paper's settings), in one place: the architectures apply them
+# (:func:`tree_defaults`) and the encoder reads them through :func:`tree_arg`, so a Namespace built by hand (tests,
+# the tree classifier) or saved before a flag existed gets the same values.
+TREE_DEFAULTS = dict(
+    no_hierarchical_embeddings=False,
+    no_subtree_mask=False,
+    hier_embed_size=DEFAULT_MAX_INDEX,  # |E| of the paper (Section 7.4)
+    tree_vertical_index="path",
+    tree_mean_without_leaf=False,
+    tree_leaf_weights="vector",
+)
+
+
+def tree_arg(args, name: str):
+    """``args.<name>``, or its :data:`TREE_DEFAULTS` value when unset (missing or None)."""
+    value = getattr(args, name, None)
+    return TREE_DEFAULTS[name] if value is None else value
 
 
 def _tree_attention_kwargs(args) -> dict:
+    size = tree_arg(args, "hier_embed_size")
     return dict(
-        hier_embed=not getattr(args, "no_hierarchical_embeddings", False),
-        max_horizontal=getattr(args, "hier_embed_size", 100),
-        max_vertical=getattr(args, "hier_embed_size", 100),
-        vertical_index=getattr(args, "tree_vertical_index", "path"),
-        count_leaf_in_mean=not getattr(args, "tree_mean_without_leaf", False),
-        leaf_weights=getattr(args, "tree_leaf_weights", "vector").replace("-", "_"),
+        hier_embed=not tree_arg(args, "no_hierarchical_embeddings"),
+        max_horizontal=size,
+        max_vertical=size,
+        vertical_index=tree_arg(args, "tree_vertical_index"),
+        count_leaf_in_mean=not tree_arg(args, "tree_mean_without_leaf"),
+        leaf_weights=tree_arg(args, "tree_leaf_weights").replace("-", "_"),
     )
 
 
@@ -79,7 +99,7 @@ class Tree2SeqEncoderLayer(nn.Module):
         self.normalize_before = args.encoder_normalize_before
         self.self_attn = TreeMultiheadAttention(
             d, args.encoder_attention_heads, dropout=args.attention_dropout, self_attention=True,
-            subtree_mask=not getattr(args, "no_subtree_mask", False), **_tree_attention_kwargs(args))
+            subtree_mask=not tree_arg(args, "no_subtree_mask"), **_tree_attention_kwargs(args))
         self.self_attn_layer_norm = LayerNorm(d)
         self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
         self.activation_fn = utils.get_activation_fn(activation=getattr(args, "activation_fn", "relu"))
@@ -126,7 +146,7 @@ class Tree2SeqEncoder(FairseqEncoder):
         self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
         self.layers = nn.ModuleList([Tree2SeqEncoderLayer(args) for _ in range(args.encoder_layers)])
         self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
-        self.max_hier_index = getattr(args, "hier_embed_size", 100)
+        self.max_hier_index = tree_arg(args, "hier_embed_size")
 
     def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
         return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),
@@ -288,13 +308,9 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
 # --------------------------------------------------------------------------------------------------
 
 def tree_defaults(args) -> None:
-    """Defaults of the :func:`add_tree_args` flags (the paper's settings)."""
-    args.no_hierarchical_embeddings = getattr(args, "no_hierarchical_embeddings", False)
-    args.no_subtree_mask = getattr(args, "no_subtree_mask", False)
-    args.hier_embed_size = getattr(args, "hier_embed_size", None) or 100
-    args.tree_vertical_index = getattr(args, "tree_vertical_index", None) or "path"
-    args.tree_mean_without_leaf = getattr(args, "tree_mean_without_leaf", False)
-    args.tree_leaf_weights = getattr(args, "tree_leaf_weights", None) or "vector"
+    """Set the :func:`add_tree_args` flags left unset to :data:`TREE_DEFAULTS` (the paper's settings)."""
+    for name in TREE_DEFAULTS:
+        setattr(args, name, tree_arg(args, name))
 
 
 @register_model_architecture("tree2seq", "tree2seq")
