@@ -10,7 +10,7 @@ WORK ?= work
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test lint demo bench clean
 
 venv: $(STAMP)
 
@@ -26,8 +26,12 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(BIN)/python -c "import fairseq, fairseq_tree, stanza, torch; print('fairseq', fairseq.__version__, 'torch', torch.__version__)"
 	touch $(STAMP)
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -q tests
+
+# ruff.toml: pyflakes, pycodestyle, import order, bugbear; part of `make test`, so CI runs it.
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 demo: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/demo.sh $(SHARED) $(WORK)

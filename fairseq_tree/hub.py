@@ -163,8 +163,8 @@ class InductionHubInterface:
 
     def induce(self, sentences, **opts):
         from fairseq_tree.data.induction_text import normalize_word
-        from fairseq_tree.inference.induce import induce_all
         from fairseq_tree.evaluation.unsupervised import spans_to_brackets
+        from fairseq_tree.inference.induce import induce_all
 
         sentences, single = _as_list(sentences)
         raw = _tokenized(sentences, "none")

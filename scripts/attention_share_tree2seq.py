@@ -45,7 +45,8 @@ def attention_share(model, task, subset: str, max_tokens: int) -> dict:
             on_nodes[layer] += (attn[:, :, :m].sum(-1) * real).sum()
             total[layer] += (attn.sum(-1) * real).sum()
     share = (100 * on_nodes / total).tolist()
-    return {"leaves_pct": round(100 * leaves / (leaves + nodes), 2), "nodes_pct": round(100 * nodes / (leaves + nodes), 2),
+    return {"leaves_pct": round(100 * leaves / (leaves + nodes), 2),
+            "nodes_pct": round(100 * nodes / (leaves + nodes), 2),
             "target_to_nodes_pct": [round(s, 2) for s in share],
             "target_to_nodes_overall": round(100 * float(on_nodes.sum() / total.sum()), 2)}
 

@@ -34,8 +34,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fairseq_tree.trees import Tree, distances_to_tree, to_brackets  # noqa: E402
 from fairseq_tree.preprocess.text import Tokenizer  # noqa: E402
+from fairseq_tree.trees import Tree, distances_to_tree, to_brackets  # noqa: E402
 
 
 def main():
@@ -72,7 +72,8 @@ def main():
         subprocess.run([str(bindir / "fairseq-tree-preprocess"), *common, "--bpe-merges", "8000",
                         "--destdir", str(tmp / "codes")], check=True, capture_output=True)
         t0 = time.perf_counter()
-        subprocess.run([str(bindir / "fairseq-tree-preprocess"), *common, "--bpe-codes", str(tmp / "codes" / "bpe.codes"),
+        subprocess.run([str(bindir / "fairseq-tree-preprocess"), *common,
+                        "--bpe-codes", str(tmp / "codes" / "bpe.codes"),
                         "--shard-size", str(max(1000, len(en) // (4 * args.workers))), "--destdir", str(tmp / "bin")],
                        check=True, capture_output=True)
         ours_wall = time.perf_counter() - t0
@@ -90,7 +91,8 @@ def main():
         (tmp / "fs" / "train.en").write_text("\n".join(" ".join(seg.segment_tokens(w)) for w in sentences) + "\n")
         (tmp / "fs" / "train.de").write_text("\n".join(" ".join(seg.segment_tokens(tgt_tok(x))) for x in de) + "\n")
         t0 = time.perf_counter()
-        subprocess.run([str(bindir / "fairseq-preprocess"), "-s", "en", "-t", "de", "--trainpref", str(tmp / "fs" / "train"),
+        subprocess.run([str(bindir / "fairseq-preprocess"), "-s", "en", "-t", "de",
+                        "--trainpref", str(tmp / "fs" / "train"),
                         "--destdir", str(tmp / "fsbin"), "--workers", str(args.workers), "--joined-dictionary"],
                        check=True, capture_output=True)
         fairseq_wall = time.perf_counter() - t0

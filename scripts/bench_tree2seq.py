@@ -177,7 +177,8 @@ def main():
             row = dict(n=n, bsz=bsz, time_ratio=t["tree2seq"] / t["transformer"],
                        memory_ratio=mem["tree2seq"] / max(mem["transformer"], 1e-6), t=t, mem=mem)
             rows.append(row)
-            print(f"{n:5d} {bsz:4d} | {t['tree2seq'] * 1e3:8.1f} {t['transformer'] * 1e3:8.1f} {row['time_ratio']:6.2f} | "
+            print(f"{n:5d} {bsz:4d} | {t['tree2seq'] * 1e3:8.1f} {t['transformer'] * 1e3:8.1f} "
+                  f"{row['time_ratio']:6.2f} | "
                   f"{bsz * n / t['tree2seq']:8.0f} {bsz * n / t['transformer']:8.0f} | "
                   f"{mem['tree2seq']:7.1f} {mem['transformer']:7.1f} {row['memory_ratio']:6.2f}")
         dn = 32 if args.quick else 64
@@ -190,7 +191,8 @@ def main():
               memory_ratio=round(last["memory_ratio"], 3),
               mean_time_ratio=round(sum(r["time_ratio"] for r in rows) / len(rows), 3),
               decode_ratio=round(dec["transformer"] / dec["tree2seq"], 3),
-              tree2seq_peak_mb=round(last["mem"]["tree2seq"], 1), transformer_peak_mb=round(last["mem"]["transformer"], 1))
+              tree2seq_peak_mb=round(last["mem"]["tree2seq"], 1),
+              transformer_peak_mb=round(last["mem"]["transformer"], 1))
     print(" ".join(f"{k}={v}" for k, v in kv.items()))
 
 

@@ -1,4 +1,5 @@
-"""Tree Transformer (constituent attention, Wang et al. 2019); the plain ``mlm_transformer`` is in test_mlm_transformer.py.
+"""Tree Transformer (constituent attention, Wang et al. 2019); the plain ``mlm_transformer`` is in
+test_mlm_transformer.py.
 
 Part A checks fairseq_tree/modules/constituent_attention.py and fairseq_tree/models/constituent_transformer.py
 against slow direct transcriptions of the paper's equations (eqs. 2-8, Python loops in float64), Algorithm 1
@@ -16,10 +17,18 @@ import torch.nn.functional as F
 from fairseq.data import Dictionary
 
 from fairseq_tree.models import constituent_transformer as ct
-from fairseq_tree.modules.constituent_attention import (ConstituentSelfAttention, code_diagonal_value,
-                                                         constituent_prior, hierarchical_links, link_scores,
-                                                         neighbour_links, parse_algorithm1, parse_greedy,
-                                                         parse_links, structure_masks)
+from fairseq_tree.modules.constituent_attention import (
+    ConstituentSelfAttention,
+    code_diagonal_value,
+    constituent_prior,
+    hierarchical_links,
+    link_scores,
+    neighbour_links,
+    parse_algorithm1,
+    parse_greedy,
+    parse_links,
+    structure_masks,
+)
 
 WORDS = "the cat sat on a mat and dog ran far away quickly".split()
 

@@ -6,7 +6,6 @@ import subprocess
 
 import pytest
 import torch
-
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 

@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import BIN, REPO, SHARED
 
 USER_DIR = str(REPO / "fairseq_tree")

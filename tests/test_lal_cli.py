@@ -3,8 +3,8 @@
 backend of the preprocessing pipeline parses raw tokens with the checkpoint."""
 
 import json
-import pytest
 
+import pytest
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 
@@ -82,8 +82,8 @@ def notags_ckpt(fifty):
 def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
     """The model as a pipeline backend: predicted tags, one line per tree, ParseError names the sentence."""
     from fairseq_tree.data.parsing_data import read_parse_trees
-    from fairseq_tree.trees import tree_from_brackets
     from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
+    from fairseq_tree.trees import tree_from_brackets
 
     backend = LALBackend.from_options(model=str(notags_ckpt), batch_size=7)
     gold = list(read_parse_trees(str(fifty / "t.mrg")))[:12]
@@ -104,9 +104,9 @@ def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
 def test_preprocess_with_parser_lal(fifty, notags_ckpt, tmp_path):
     """fairseq-tree-preprocess --parser lal (2 worker processes, each loading the checkpoint) writes the trees the
     backend gives when called directly on the same tokens in one batch of another size."""
-    from fairseq_tree.trees import read_tree_lines
     from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
     from fairseq_tree.preprocess.text import Tokenizer
+    from fairseq_tree.trees import read_tree_lines
 
     m30k = SHARED / "data" / "multi30k"
     for lang in ("en", "de"):

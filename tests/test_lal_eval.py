@@ -4,8 +4,15 @@ numbers marked "EVALB:" are the output of the real evalb.c (COLLINS.prm) on the 
 import pytest
 
 from fairseq_tree.data.parsing_data import ParseTree, parse_tree_from_brackets, to_brackets
-from fairseq_tree.evaluation.bracket_f1 import (COLLINS_DELETE_LABELS, WRAPPER_LABELS, attachment_scores, bracket_f1,
-                                                evalb_brackets, format_report, score_files)
+from fairseq_tree.evaluation.bracket_f1 import (
+    COLLINS_DELETE_LABELS,
+    WRAPPER_LABELS,
+    attachment_scores,
+    bracket_f1,
+    evalb_brackets,
+    format_report,
+    score_files,
+)
 
 
 def T(text):

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
 from conftest import SHARED
 
 from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion

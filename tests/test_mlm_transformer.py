@@ -8,10 +8,10 @@ import math
 
 import pytest
 import torch
+from test_constituent_attention import SENTS, batch, dictionary, tiny, train_steps  # noqa: F401 (a fixture)
 
 from fairseq_tree.models import constituent_transformer as ct
 from fairseq_tree.models import mlm_transformer as mt
-from test_constituent_attention import SENTS, batch, dictionary, tiny, train_steps  # noqa: F401 (a fixture)
 
 
 def mlm_tiny(dictionary, seed=0, **over):
@@ -37,7 +37,8 @@ def test_mlm_transformer_matches_constituent_without_prior_param_count(dictionar
 
 
 def test_mlm_transformer_archs():
-    from fairseq.models import ARCH_MODEL_REGISTRY, ARCH_CONFIG_REGISTRY
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
     import fairseq_tree.models.structformer  # noqa: F401  (its archs, for the comparison below)
     sizes = {"mlm_transformer": (512, 10, 8, 2048, 0.1), "mlm_transformer_small": (256, 6, 4, 1024, 0.1),
              "mlm_transformer_tiny": (32, 3, 2, 64, 0.0), "mlm_transformer_sf": (512, 8, 8, 2048, 0.1),

@@ -1,4 +1,5 @@
-"""Parser backends on a device, in length-sorted batches (fairseq_tree/preprocess/parsers): the trees of a shuffled list of real
+"""Parser backends on a device, in length-sorted batches (fairseq_tree/preprocess/parsers): the trees of a shuffled
+list of real
 sentences (ptb_sample) are those of parsing them one at a time and in input-order batches, results come back in
 input order, and ParseError names the right input sentence. Real checkpoints (tiny lal_parser and
 constituent_transformer trained here through fairseq-train; tiny stanza models from conftest), real CLIs."""
@@ -9,10 +10,10 @@ import subprocess
 
 import pytest
 import torch
-
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 from test_lal_cli import treebank_slice
+
 from fairseq_tree.preprocess.parsers import BatchedBackend, ParseError, check_device, length_batches
 
 PTB = SHARED / "data" / "ptb_sample"

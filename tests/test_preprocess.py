@@ -1,17 +1,15 @@
 """fairseq-tree-preprocess end to end (the real CLI), what it writes, and every bad-input case."""
 
 import json
-import shutil
 import subprocess
 
 import pytest
 import torch
-
 from conftest import BIN, REPO, SHARED, run_command
-
 from fairseq.data import Dictionary, data_utils
-from fairseq_tree.trees import read_tree_lines
+
 from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
+from fairseq_tree.trees import read_tree_lines
 
 PTB = SHARED / "data" / "ptb_sample"
 M30K = SHARED / "data" / "multi30k"

@@ -10,18 +10,24 @@ import tempfile
 import numpy as np
 import pytest
 import torch
-
 from conftest import SHARED
-from fairseq.data import Dictionary, indexed_dataset
-from fairseq_tree.trees import (Tree, TreeFormatError, canonicalize, distances_to_tree, expand_subwords, parse_brackets,
-                                tree_from_brackets)
-from fairseq_tree.trees.brackets import _one_tree_lowest
+from fairseq.data import indexed_dataset
+from test_preprocess import run_cli
+
 from fairseq_tree.preprocess import columns as C
 from fairseq_tree.preprocess.binarize import build_dictionary
 from fairseq_tree.preprocess.bpe import BatchBPE, Segmenter, learn_codes
 from fairseq_tree.preprocess.text import Tokenizer
-
-from test_preprocess import run_cli
+from fairseq_tree.trees import (
+    Tree,
+    TreeFormatError,
+    canonicalize,
+    distances_to_tree,
+    expand_subwords,
+    parse_brackets,
+    tree_from_brackets,
+)
+from fairseq_tree.trees.brackets import _one_tree_lowest
 
 PTB = SHARED / "data" / "ptb_sample"
 M30K = SHARED / "data" / "multi30k"

@@ -5,7 +5,6 @@ run; fairseq-train reading ``DATA/shard0:DATA/shard1:...``; failed jobs reported
 import json
 
 import pytest
-
 from conftest import BIN, SHARED, run_command
 from test_preprocess import load, run_cli
 
@@ -89,7 +88,8 @@ def test_dict_only_then_independent_shard_ids_equal_one_command(corpus, three_sh
 
 def test_shard_id_errors(corpus, tmp_path):
     proc = run_cli(*common(corpus, tmp_path / "a", "--num-shards", "3", "--shard-id", "0"), ok=False)
-    assert proc.returncode == 1 and "--shard-id needs fixed vocabularies" in proc.stderr and "--dict-only" in proc.stderr
+    assert proc.returncode == 1
+    assert "--shard-id needs fixed vocabularies" in proc.stderr and "--dict-only" in proc.stderr
     proc = run_cli(*common(corpus, tmp_path / "b", "--num-shards", "3", "--shard-id", "1", "--bpe-merges", "10"),
                    ok=False)
     assert proc.returncode == 1 and "cannot learn BPE" in proc.stderr

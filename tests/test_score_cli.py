@@ -11,9 +11,9 @@ import re
 import sys
 
 import pytest
-
 from conftest import BIN, SHARED
 from conftest import run_command as _run
+
 from fairseq_tree.evaluation.score_cli import main
 
 VALID = SHARED / "data" / "ptb_sample" / "valid.mrg"

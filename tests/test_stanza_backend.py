@@ -1,4 +1,5 @@
-"""The stanza backend: offline training (fairseq_tree/preprocess/stanza_train.py) and parsing (fairseq_tree/preprocess/parsers/stanza_parser.py).
+"""The stanza backend: offline training (fairseq_tree/preprocess/stanza_train.py) and parsing
+(fairseq_tree/preprocess/parsers/stanza_parser.py).
 
 Real stanza everywhere (tiny models trained once per session by the ``tiny_stanza_models`` fixture)."""
 

@@ -8,12 +8,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fairseq.data import Dictionary
+from reference_structformer import dependency_distribution_direct
 
 from fairseq_tree.models import structformer as sfm  # registers the model and its architectures
 from fairseq_tree.modules.dependency_attention import DependencyAttention, dependency_relations
-from fairseq_tree.modules.structformer_parser import (calibrate_distance, dependency_distribution, distance_to_spans,
-                                                      heads_from_dependency, joint_parse, word_masks)
-from reference_structformer import dependency_distribution_direct
+from fairseq_tree.modules.structformer_parser import (
+    calibrate_distance,
+    dependency_distribution,
+    distance_to_spans,
+    heads_from_dependency,
+    joint_parse,
+    word_masks,
+)
 
 torch.set_num_threads(1)
 
@@ -146,7 +152,7 @@ def test_calibration_is_per_sentence_and_matches_loops():
     out = calibrate_distance(torch.where(split, dist, 0.0), torch.where(word, height, 0.0), word, split)
     for b, n in enumerate(lengths):
         tau, dl = dist[b, 1:n].tolist(), height[b, 1:n + 1].tolist()
-        tau_ext = lambda k: math.inf if k < 0 or k >= n - 1 else tau[k]  # noqa: E731
+        tau_ext = lambda k: math.inf if k < 0 or k >= n - 1 else tau[k]  # noqa: E731, B023 (used in this iteration)
         margin = 0.0
         for i in range(n):
             for j in range(i, n):

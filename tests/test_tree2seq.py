@@ -6,9 +6,7 @@ import subprocess
 
 import pytest
 import torch
-
 from conftest import BIN, REPO, SHARED
-
 from fairseq import options, tasks
 from fairseq.dataclass.configs import GenerationConfig
 

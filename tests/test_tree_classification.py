@@ -4,16 +4,14 @@ tree_classifier and the transformer baseline, and the CLIs end to end on SST tre
 import json
 import re
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import BIN, REPO, SHARED, run_command
-
 from fairseq import options, tasks
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
 from fairseq_tree.data.class_labels import NO_TARGET, ClassScheme, node_inputs, tree_targets
 from fairseq_tree.data.tree_classification_dataset import PhraseDataset, collate_classification
 from fairseq_tree.trees import expand_subwords, labelled_tree_from_brackets

@@ -10,10 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from fairseq.data import Dictionary
-
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
+from fairseq.data import Dictionary
+
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy, mask_sentence
 
 PTB = SHARED / "data" / "ptb_sample"
@@ -108,7 +108,8 @@ def corpus(tmp_path_factory):
 
 def _train(corpus, arch, save, updates=40, *extra):
     proc = _run(BIN / "fairseq-train", corpus / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "tree_induction",
-                "--arch", arch, "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1500",
+                "--arch", arch, "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3",
+                "--max-tokens", "1500",
                 "--max-update", str(updates), "--cpu", "--seed", "1", "--save-dir", save, "--no-epoch-checkpoints",
                 "--eval-treebank", corpus / "gold.mrg", "--eval-deps", corpus / "gold.conllu",
                 "--validate-interval-updates", str(updates), "--best-checkpoint-metric", "uf1",
@@ -130,7 +131,8 @@ def constituent_run(corpus, tmp_path_factory):
 
 def test_constituent_transformer_train_validate_induce(corpus, constituent_run, tmp_path):
     ckpt, log = constituent_run
-    assert "masking for constituent_transformer_tiny: MaskPolicy(prob=0.15, leave_unmasked=0.1, random_token=0.1)" in log
+    policy = "MaskPolicy(prob=0.15, leave_unmasked=0.1, random_token=0.1)"
+    assert f"masking for constituent_transformer_tiny: {policy}" in log
     assert "gold.mrg: 60 sentences" in log
     line = _valid_line(log, 40)
     uf1 = float(re.search(r"\| uf1 ([0-9.]+)", line).group(1))

@@ -3,18 +3,30 @@
 import re
 
 import pytest
+from conftest import SHARED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairseq_tree.trees import (
-    Tree, TreeFormatError, arcs_to_heads, canonicalize, check_heads, distances_to_tree,
-    expand_subwords, heads_to_arcs, merge_subwords, node_parents, read_conllu, read_tree_lines,
-    read_treebank, strip_function_tags, to_brackets, tree_from_brackets, tree_to_distances,
+    Tree,
+    TreeFormatError,
+    arcs_to_heads,
+    canonicalize,
+    check_heads,
+    distances_to_tree,
+    expand_subwords,
+    heads_to_arcs,
+    merge_subwords,
+    node_parents,
+    read_conllu,
+    read_tree_lines,
+    read_treebank,
+    strip_function_tags,
+    to_brackets,
+    tree_from_brackets,
+    tree_to_distances,
     unlabeled_spans,
 )
-
-from conftest import SHARED
-
 
 # ---------------------------------------------------------------- canonical form on hand-made trees
 
@@ -161,7 +173,8 @@ _LEAF = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
 def test_written_words_are_the_treebank_tokens(name):
     """Both bracket writers (trees.to_brackets, parsing_data.to_brackets of fairseq-tree-parse) spell every word as
     the treebank does (-LCB- / -RCB- in ptb_sample/train and wsj22), so EVALB finds the same words."""
-    from fairseq_tree.data.parsing_data import parse_tree_from_brackets, to_brackets as write_parse
+    from fairseq_tree.data.parsing_data import parse_tree_from_brackets
+    from fairseq_tree.data.parsing_data import to_brackets as write_parse
 
     path = SHARED / "data" / name
     if not path.is_file():

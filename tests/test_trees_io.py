@@ -5,11 +5,23 @@ import os
 import stat
 
 import pytest
-
 from conftest import SHARED
-from fairseq_tree.trees import (EVALB_PUNCT_TAGS, UPOS_PUNCT_TAGS, atomic_copy, atomic_path, atomic_write,
-                                atomic_write_text, bracket_line, labeled_to_brackets, parse_tree_from_brackets,
-                                ptb_to_upos, read_conllu, spans_to_brackets, write_conllu)
+
+from fairseq_tree.trees import (
+    EVALB_PUNCT_TAGS,
+    UPOS_PUNCT_TAGS,
+    atomic_copy,
+    atomic_path,
+    atomic_write,
+    atomic_write_text,
+    bracket_line,
+    labeled_to_brackets,
+    parse_tree_from_brackets,
+    ptb_to_upos,
+    read_conllu,
+    spans_to_brackets,
+    write_conllu,
+)
 
 PTB = SHARED / "data" / "ptb_sample"
 

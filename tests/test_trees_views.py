@@ -9,7 +9,6 @@ import types
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED
 
 PTB = SHARED / "data" / "ptb_sample"

@@ -8,19 +8,32 @@ import nltk
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import SHARED
 from fairseq.data import Dictionary
 from torch import nn
 
 from fairseq_tree.evaluation.plotting import plot_dependency, plot_prior_layers, plot_tree, tree_layout
 from fairseq_tree.evaluation.unsupervised import (
-    GoldSentence, balanced, baseline_scores, attachment, evaluate, label_recall, left_branching, left_chain_heads,
-    masked_word_perplexity, random_tree, read_gold, right_branching, right_chain_heads, spans_to_brackets,
-    uf1, write_brackets, write_conllu,
+    GoldSentence,
+    attachment,
+    balanced,
+    baseline_scores,
+    evaluate,
+    label_recall,
+    left_branching,
+    left_chain_heads,
+    masked_word_perplexity,
+    random_tree,
+    read_gold,
+    right_branching,
+    right_chain_heads,
+    spans_to_brackets,
+    uf1,
+    write_brackets,
+    write_conllu,
 )
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.trees import TreeFormatError, read_conllu, tree_from_brackets
-
-from conftest import SHARED
 
 # two multi-line trees: punctuation inside constituents, a unary chain SBAR -> S -> VP, a one-word tree
 MRG = """(S

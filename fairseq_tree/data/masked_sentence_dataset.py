@@ -132,7 +132,10 @@ class MaskedSentenceDataset(FairseqDataset):
         if not samples:
             return {}
         pad = self.dictionary.pad()
-        coll = lambda key: data_utils.collate_tokens([s[key] for s in samples], pad, left_pad=False)
+
+        def coll(key):
+            return data_utils.collate_tokens([s[key] for s in samples], pad, left_pad=False)
+
         target = coll("target")
         batch = {
             "id": torch.LongTensor([s["id"] for s in samples]),

@@ -32,9 +32,9 @@ import sys
 from typing import List
 
 from fairseq_tree.trees import plain_word, read_conllu
+
 # re-exported: the LAL parser's CLI and tests read and write trees through this module
-from fairseq_tree.trees.parse_tree import (ParseTree, parse_tree_from_brackets, raw_to_parse_tree,  # noqa: F401
-                                           read_parse_trees)
+from fairseq_tree.trees.parse_tree import ParseTree, parse_tree_from_brackets, raw_to_parse_tree, read_parse_trees  # noqa: F401
 from fairseq_tree.trees.parse_tree import labeled_to_brackets as to_brackets  # noqa: F401
 
 

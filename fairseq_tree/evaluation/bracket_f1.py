@@ -39,8 +39,18 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from fairseq_tree.trees import (EVALB_PUNCT_TAGS, TOKEN_RE, LabeledSpan, ParseTree, RawTree, TreeFormatError,
-                                is_preterminal, parse_tokens, plain_word, read_conllu)
+from fairseq_tree.trees import (
+    EVALB_PUNCT_TAGS,
+    TOKEN_RE,
+    LabeledSpan,
+    ParseTree,
+    RawTree,
+    TreeFormatError,
+    is_preterminal,
+    parse_tokens,
+    plain_word,
+    read_conllu,
+)
 
 #: COLLINS.prm's punctuation DELETE_LABELs (terminals removed before anything is compared; ``trees.tags``)
 PUNCT_TAGS = EVALB_PUNCT_TAGS

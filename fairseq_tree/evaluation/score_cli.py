@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     try:
         return run(args)
     except (TreeFormatError, ValueError, OSError) as e:
-        raise SystemExit(f"fairseq-tree-score: {e}")
+        raise SystemExit(f"fairseq-tree-score: {e}") from e
 
 
 def cli_main() -> None:

@@ -51,15 +51,27 @@ headed by its left neighbour, the first word is the root) and right chain (right
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+if TYPE_CHECKING:  # torch only for the annotation: the scorers run without it
+    import torch
+
 # the writers and the gold view live in the trees package; re-exported as this module's API
-from fairseq_tree.trees import (Span, TreeFormatError, atomic_write_text, conllu_lines, distances_to_tree,  # noqa: F401
-                                post_order, read_conllu, spans_to_brackets, write_brackets, write_conllu)
-from fairseq_tree.trees.gold import (GoldSentence, gold_from_tree, project_heads, read_gold,  # noqa: F401
-                                     same_token)
+from fairseq_tree.trees import (  # noqa: F401
+    Span,
+    TreeFormatError,
+    atomic_write_text,
+    conllu_lines,
+    distances_to_tree,
+    post_order,
+    read_conllu,
+    spans_to_brackets,
+    write_brackets,
+    write_conllu,
+)
+from fairseq_tree.trees.gold import GoldSentence, gold_from_tree, project_heads, read_gold, same_token  # noqa: F401
 
 _atomic_write = atomic_write_text  # induce_cli's name for it
 

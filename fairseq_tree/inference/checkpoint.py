@@ -8,9 +8,9 @@ def load_checkpoint(path: str, data: Optional[str] = None, device: str = "cpu", 
     """-> (models in eval mode on ``device``, cfg, task). ``data``: the data directory (dictionaries) when not
     the one recorded in the checkpoint; ``overrides``: further ``arg_overrides`` of the saved config.
     ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here, before anything is loaded)."""
-    import fairseq_tree  # noqa: F401  (registers tasks, models, the torch.load shim)
     from fairseq import checkpoint_utils
 
+    import fairseq_tree  # noqa: F401  (registers tasks, models, the torch.load shim)
     from fairseq_tree.preprocess.parsers import check_device
 
     check_device(device)

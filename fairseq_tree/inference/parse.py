@@ -6,9 +6,9 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from fairseq_tree.trees import labeled_to_brackets
 from fairseq_tree.inference.batching import length_batches, restore_order
 from fairseq_tree.inference.checkpoint import load_checkpoint
+from fairseq_tree.trees import labeled_to_brackets
 
 
 @dataclass

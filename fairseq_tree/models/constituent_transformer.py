@@ -46,8 +46,12 @@ from torch import Tensor
 from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
-from fairseq_tree.modules.constituent_attention import (PARSE_METHODS, ConstituentSelfAttention, parse_links,
-                                                         structure_masks)
+from fairseq_tree.modules.constituent_attention import (
+    PARSE_METHODS,
+    ConstituentSelfAttention,
+    parse_links,
+    structure_masks,
+)
 
 
 class ConstituentTransformerLayer(nn.Module):
@@ -260,11 +264,13 @@ class ConstituentTransformerModel(FromPretrained, FairseqEncoderModel):
         return InducedStructure(lengths=lengths.cpu(), spans=spans, heads=None, maps=out_maps)
 
 
-def build_standalone(dictionary, arch: str = "constituent_transformer_small", **overrides) -> ConstituentTransformerModel:
+def build_standalone(dictionary, arch: str = "constituent_transformer_small",
+                     **overrides) -> ConstituentTransformerModel:
     """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
     define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
     (e.g. ``encoder_layers=4, no_constituent_attention=True``)."""
-    return build_standalone_model(ConstituentTransformerModel, ConstituentTransformerEncoder, dictionary, arch, overrides)
+    return build_standalone_model(ConstituentTransformerModel, ConstituentTransformerEncoder, dictionary, arch,
+                                  overrides)
 
 
 @register_model_architecture("constituent_transformer", "constituent_transformer")

@@ -25,7 +25,7 @@ head) pair, i.e. conditioned on the head.
 """
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import torch
 import torch.nn as nn

@@ -56,9 +56,15 @@ from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import build_standalone_model, set_default
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.modules.dependency_attention import RELATIONS, DependencyAttention, dependency_relations
-from fairseq_tree.modules.structformer_parser import (PARSE_METHODS, StructFormerParser, dependency_distribution,
-                                                      distance_to_spans, heads_from_dependency, joint_parse,
-                                                      word_masks)
+from fairseq_tree.modules.structformer_parser import (
+    PARSE_METHODS,
+    StructFormerParser,
+    dependency_distribution,
+    distance_to_spans,
+    heads_from_dependency,
+    joint_parse,
+    word_masks,
+)
 
 
 def _relations(args):

@@ -24,17 +24,19 @@ from fairseq import utils
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import FairseqEncoder, register_model, register_model_architecture
 from fairseq.models.transformer import (
-    TransformerConfig, TransformerDecoderBase, TransformerModel, base_architecture,
+    TransformerConfig,
+    TransformerDecoderBase,
+    TransformerModel,
+    base_architecture,
 )
 from fairseq.modules import FairseqDropout, LayerNorm, PositionalEmbedding
-from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import Tensor
 
 from fairseq_tree.hub import FromPretrained
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
-
 
 # The tree flags' defaults (the paper's settings), in one place: the architectures apply them
 # (:func:`tree_defaults`) and the encoder reads them through :func:`tree_arg`, so a Namespace built by hand (tests,

@@ -133,7 +133,6 @@ def eisner(arc_scores: Tensor, lengths: Tensor) -> Tuple[Tensor, Tensor]:
              scores [B]).
     """
     B, N1, _ = arc_scores.shape
-    n = N1 - 1
     s = arc_scores.detach().float()
     dev = s.device
     lengths = lengths.to(dev)

@@ -301,6 +301,7 @@ def parse_links(links: np.ndarray, method: str = "algorithm1", min_layer: int = 
 
 
 __all__: Sequence[str] = (
-    "structure_masks", "link_scores", "neighbour_links", "hierarchical_links", "constituent_prior", "code_diagonal_value",
+    "structure_masks", "link_scores", "neighbour_links", "hierarchical_links", "constituent_prior",
+    "code_diagonal_value",
     "ConstituentSelfAttention", "parse_algorithm1", "parse_greedy", "parse_links", "PARSE_METHODS",
 )

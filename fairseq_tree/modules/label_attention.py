@@ -19,7 +19,7 @@ Label Attention Layer (paper Figs. 2-5, eqs. 1-4), H heads (one per label by def
 """
 
 import math
-from typing import Optional, Tuple
+from typing import Tuple
 
 import torch
 import torch.nn as nn

@@ -14,7 +14,8 @@ import sys
 
 def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     """Options of the parser backends (``--parser-model``, ``--parser-data``, ``--device``, stanza's models); shared
-    with ``fairseq-tree-classify``, which parses raw text on the fly (:func:`fairseq_tree.preprocess.pipeline.parser_options`)
+    with ``fairseq-tree-classify``, which parses raw text on the fly
+    (:func:`fairseq_tree.preprocess.pipeline.parser_options`)
     and passes ``device=False``: its own ``--device`` (same checks) serves the classifier and the parser."""
     from fairseq_tree.preprocess.parsers import device_arg
 

@@ -2,7 +2,8 @@
 SLURM): ``--launcher slurm`` submits the pass's shards as one job array, ``--launcher local`` runs the same jobs
 as local processes with submitit's local executor (what CI tests).
 
-A job runs a group of shards with the stage's usual worker functions (:mod:`fairseq_tree.preprocess.stages`), which write
+A job runs a group of shards with the stage's usual worker functions (:mod:`fairseq_tree.preprocess.stages`),
+which write
 their outputs under temporary names and a ``.json`` last, into ``DESTDIR/.work`` (which must therefore be on a
 file system the jobs share). The driver waits for the array; a failed job is reported with its shards and its
 log, and rerunning the same command resubmits only the shards that are not done.

@@ -89,7 +89,7 @@ def make_shards(split: str, files: Dict[str, str], shard_size: int, parts: int =
     offsets = {role: dict(zip(wanted, line_offsets(path, wanted))) for role, path in files.items()}
     out: Dict[int, List[Shard]] = {}
     index = 0
-    for p, (lo, hi) in enumerate(ranges):
+    for p, (_lo, hi) in enumerate(ranges):
         if p in chosen:
             out[p] = [Shard(split, index + k, s + 1, min(shard_size, hi - s), {r: offsets[r][s] for r in files})
                       for k, s in enumerate(starts[p])]

@@ -19,11 +19,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from fairseq_tree.data.class_labels import CLASSIFICATION_JSON, NO_TARGET, ClassScheme, node_inputs, tree_targets
+from fairseq_tree.data.class_labels import NO_TARGET, ClassScheme, node_inputs, tree_targets
+from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, decode_line
 from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
 from fairseq_tree.trees.io import atomic_copy, atomic_path, atomic_write_text  # noqa: F401  (atomic_copy: re-exported)
-
-from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, decode_line
 
 #: classification targets, one dataset each (``{split}.SRC-None.SRC.{key}``), int16 with -1 = no target:
 #: the sentence's class [1], the class of every node [m] (post-order, as ``.nodes``) and of every leaf [n]
@@ -328,7 +327,8 @@ def bpe_shard(shard: Shard) -> dict:
     """Stage 2 of a shard: subword trees and targets, length filter, counts of the training split.
 
     The shard's new word types are segmented in one batch (:meth:`Segmenter.prepare`); sentences are then
-    handled as columns (:mod:`fairseq_tree.preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one sentence at
+    handled as columns (:mod:`fairseq_tree.preprocess.columns`), written to ``.bpe.npz`` (``.bpe.tsv`` rows, one
+    sentence at
     a time, for classification, whose binarize stage needs each tree).
     """
     cfg: StageConfig = _STATE["cfg"]
@@ -507,7 +507,8 @@ def binarize_shard(shard: Shard) -> dict:
 
 
 def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
-    """A ``.bpe.npz`` (:mod:`fairseq_tree.preprocess.columns`) -> the shard's datasets: every shard-local string is looked up
+    """A ``.bpe.npz`` (:mod:`fairseq_tree.preprocess.columns`) -> the shard's datasets: every shard-local string is
+    looked up
     in its dictionary once, then each column is one gather and one write (the bytes of one ``add_item`` per
     sentence). Returns the stats."""
     import numpy as np

@@ -21,7 +21,8 @@ Steps (progress is logged to stderr, the trainers' full output goes to OUTDIR/lo
    ``pretrain.pt`` with ``Pretrain(abs_pt_path, vec_path).load()``.
 5. **Tagger**: ``stanza.models.tagger`` in a subprocess. **Parser**: ``stanza.models.constituency_parser`` in a
    subprocess with monkeypatches (a Python labeled-bracket scorer instead of CoreNLP's Java EvalB, a no-op
-   ``download_resources_json`` and ``download_method=None`` for the retagging pipeline), retagging the training trees with our tagger (``--retag_method xpos``).
+   ``download_resources_json`` and ``download_method=None`` for the retagging pipeline), retagging the training
+   trees with our tagger (``--retag_method xpos``).
    Both subprocesses run with ``STANZA_RESOURCES_DIR=OUTDIR`` (set before stanza is imported) and a socket guard
    that makes any internet connection fail at once, so nothing can hang on the network.
 6. **Evaluation**: the finished pipeline (our tagger + parser, gold words in) parses the dev set; labeled-bracket
@@ -49,13 +50,22 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 # data preparation (steps 1-4); re-exported for the tests and for callers of this module
-from fairseq_tree.preprocess.stanza_data import (DEV_NAME, build_vectors, read_text_tokens, read_trees,  # noqa: F401
-                                                 split_treebank, words_tags, write_conllu, write_mrg)
+from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
+    DEV_NAME,
+    build_vectors,
+    read_text_tokens,
+    read_trees,
+    split_treebank,
+    words_tags,
+    write_conllu,
+    write_mrg,
+)
 
 logger = logging.getLogger("stanza_train")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-OFFLINE_RUN = "--_offline-run"  # internal: python -m fairseq_tree.preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
+# internal: python -m fairseq_tree.preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
+OFFLINE_RUN = "--_offline-run"
 RESOURCES_JSON = {"en": {"lang_name": "English"}}
 
 PRESETS: Dict[str, dict] = {
@@ -68,7 +78,8 @@ PRESETS: Dict[str, dict] = {
                "--transition_hidden_size 8 --num_lstm_layers 1 --epochs 1 --epoch_size 100"),
     "small": dict(
         vec_dim=50, max_train=None, max_dev=300,
-        tagger="--hidden_dim 100 --char_hidden_dim 100 --deep_biaff_hidden_dim 100 --composite_deep_biaff_hidden_dim 50 "
+        tagger="--hidden_dim 100 --char_hidden_dim 100 --deep_biaff_hidden_dim 100 "
+               "--composite_deep_biaff_hidden_dim 50 "
                "--word_emb_dim 50 --char_emb_dim 50 --tag_emb_dim 25 --transformed_dim 50 "
                "--batch_size 50 --max_steps 400 --eval_interval 100 --fix_eval_interval --log_step 50",
         parser="--hidden_size 128 --delta_embedding_dim 50 --tag_embedding_dim 20 --transition_embedding_dim 20 "
@@ -406,7 +417,8 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train",
+                                description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("treebank", metavar="TREEBANK_DIR", help="directory of *.mrg bracket files (or one file)")
     p.add_argument("outdir", metavar="OUTDIR", help="where pos.pt, constituency.pt, pretrain.pt, ... are written")

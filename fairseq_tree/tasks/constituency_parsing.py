@@ -13,7 +13,6 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-import torch
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task

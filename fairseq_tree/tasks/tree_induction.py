@@ -4,7 +4,8 @@ StructFormer, Shen et al. 2021) and of the plain ``mlm_transformer`` baseline un
 Data: ``fairseq-preprocess --only-source`` on plain text, one sentence of words per line (``dict.txt``,
 ``{split}.bin/.idx``); ``python -m fairseq_tree.data.induction_text`` writes such text from treebanks and raw
 text with the literature's normalisation. A ``fairseq-tree-preprocess --only-source`` directory works too (its
-leaves are read; run it without BPE for word-level trees). One sentence per sample, ``<s> w_1 .. w_n </s>``, never packed
+leaves are read; run it without BPE for word-level trees). One sentence per sample, ``<s> w_1 .. w_n </s>``, never
+packed
 (:mod:`fairseq_tree.data.masked_sentence_dataset`). Trees are over the tokens, so the text must have one token
 per word: run no BPE. A user who wants subwords gets trees over subwords; to score them against a treebank,
 merge each word's pieces first (not done here).
@@ -29,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-import torch
 from fairseq import metrics
 from fairseq.data import AppendTokenDataset, Dictionary, ListDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
@@ -118,8 +118,8 @@ class TreeInductionTask(CriterionCheck, FairseqTask):
                  and f.endswith(".txt") and f.count(".") == 2] if os.path.isdir(data) else []
         if len(langs) == 1:
             src = langs[0]
-            return (os.path.join(data, f"dict.{src}.txt"), lambda split: os.path.join(data, f"{split}.{src}-None.{src}"),
-                    False)
+            return (os.path.join(data, f"dict.{src}.txt"),
+                    lambda split: os.path.join(data, f"{split}.{src}-None.{src}"), False)
         raise FileNotFoundError(f"{data}: no dict.txt (fairseq-preprocess --only-source) and not exactly one "
                                 f"dict.SRC.txt (fairseq-tree-preprocess --only-source); found {langs}")
 

@@ -22,8 +22,8 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from fairseq_tree.data import TreeLanguagePairDataset
-from fairseq_tree.trees import expand_subwords, tree_from_brackets
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.trees import expand_subwords, tree_from_brackets
 
 logger = logging.getLogger(__name__)
 

@@ -16,19 +16,60 @@
 """
 
 # flake8: noqa: F401
-from fairseq_tree.trees.tree import (
-    Span, LabeledSpan, ROOT_LABEL, WRAPPER_LABELS, NONE_TAG, BPE_SUFFIX, TreeFormatError, Tree, post_order_key,
-    post_order, smallest_cover, node_parents)
-from fairseq_tree.trees.io import (atomic_path, atomic_write, atomic_write_text, atomic_copy)
 from fairseq_tree.trees.brackets import (
-    UNESCAPE_WORD, ESCAPE_WORD, TOKEN_RE, RawTree, parse_tokens, parse_brackets, strip_function_tags, is_preterminal,
-    prune_none, canonicalize, tree_from_brackets, read_tree_lines, read_treebank, escape_word, bracket_line,
-    preterminals, to_brackets, plain_word, spans_to_brackets, write_brackets)
-from fairseq_tree.trees.sst import (NO_CLASS, labelled_tree_from_brackets)
-from fairseq_tree.trees.subwords import (expand_subwords, merge_subwords)
-from fairseq_tree.trees.spans import (unlabeled_spans, node_heights, tree_to_distances, distances_to_tree)
+    ESCAPE_WORD,
+    TOKEN_RE,
+    UNESCAPE_WORD,
+    RawTree,
+    bracket_line,
+    canonicalize,
+    escape_word,
+    is_preterminal,
+    parse_brackets,
+    parse_tokens,
+    plain_word,
+    preterminals,
+    prune_none,
+    read_tree_lines,
+    read_treebank,
+    spans_to_brackets,
+    strip_function_tags,
+    to_brackets,
+    tree_from_brackets,
+    write_brackets,
+)
 from fairseq_tree.trees.conllu import (
-    heads_to_arcs, arcs_to_heads, check_heads, DependencyTree, read_conllu, conllu_lines, write_conllu)
-from fairseq_tree.trees.tags import (EVALB_PUNCT_TAGS, UPOS_PUNCT_TAGS, PTB2UPOS, ptb_to_upos)
-from fairseq_tree.trees.parse_tree import (ParseTree, labeled_to_brackets, parse_tree_from_brackets, raw_to_parse_tree,
-                                           read_parse_trees)
+    DependencyTree,
+    arcs_to_heads,
+    check_heads,
+    conllu_lines,
+    heads_to_arcs,
+    read_conllu,
+    write_conllu,
+)
+from fairseq_tree.trees.io import atomic_copy, atomic_path, atomic_write, atomic_write_text
+from fairseq_tree.trees.parse_tree import (
+    ParseTree,
+    labeled_to_brackets,
+    parse_tree_from_brackets,
+    raw_to_parse_tree,
+    read_parse_trees,
+)
+from fairseq_tree.trees.spans import distances_to_tree, node_heights, tree_to_distances, unlabeled_spans
+from fairseq_tree.trees.sst import NO_CLASS, labelled_tree_from_brackets
+from fairseq_tree.trees.subwords import expand_subwords, merge_subwords
+from fairseq_tree.trees.tags import EVALB_PUNCT_TAGS, PTB2UPOS, UPOS_PUNCT_TAGS, ptb_to_upos
+from fairseq_tree.trees.tree import (
+    BPE_SUFFIX,
+    NONE_TAG,
+    ROOT_LABEL,
+    WRAPPER_LABELS,
+    LabeledSpan,
+    Span,
+    Tree,
+    TreeFormatError,
+    node_parents,
+    post_order,
+    post_order_key,
+    smallest_cover,
+)

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 from fairseq_tree.trees.io import atomic_write_text
 from fairseq_tree.trees.tree import TreeFormatError
 
+
 def heads_to_arcs(heads: Sequence[int]) -> List[Tuple[int, int]]:
     """CoNLL heads (1-based, 0 = root) -> arcs ``(head, dependent)``, dependents 1-based."""
     return [(h, d) for d, h in enumerate(heads, 1)]

@@ -14,8 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Sequence
 
-from fairseq_tree.trees.brackets import (UNESCAPE_WORD, bracket_line, is_preterminal, parse_brackets, preterminals,
-                                         prune_none, strip_function_tags)
+from fairseq_tree.trees.brackets import (
+    UNESCAPE_WORD,
+    bracket_line,
+    is_preterminal,
+    parse_brackets,
+    preterminals,
+    prune_none,
+    strip_function_tags,
+)
 from fairseq_tree.trees.tree import ROOT_LABEL, WRAPPER_LABELS, LabeledSpan, TreeFormatError
 
 

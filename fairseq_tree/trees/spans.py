@@ -6,6 +6,7 @@ from typing import List, Optional, Sequence
 
 from fairseq_tree.trees.tree import Span, Tree, node_parents
 
+
 def unlabeled_spans(tree_or_spans, n: Optional[int] = None, include_root: bool = True,
                     min_length: int = 2) -> set:
     """The set of half-open ``(start, end)`` node spans; optionally without the whole-sentence span."""

@@ -6,6 +6,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from fairseq_tree.trees.tree import BPE_SUFFIX, Span, Tree, post_order_key
 
+
 def expand_subwords(tree: Tree, segment: Callable[[str], Sequence[str]]) -> Tree:
     """Split every word with ``segment`` (e.g. subword-nmt); a word cut into k > 1 pieces becomes a
     node labelled with its POS tag spanning the pieces (each piece keeps the tag)."""

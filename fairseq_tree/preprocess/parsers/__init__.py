@@ -48,7 +48,8 @@ def check_device(device: str) -> str:
     if not torch.cuda.is_available():
         built = torch.version.cuda is not None
         raise ValueError(f"--device {device}: CUDA is not available on this machine (torch {torch.__version__}, "
-                         f"{'built with CUDA ' + torch.version.cuda + ' but no GPU visible' if built else 'a CPU-only build'}"
+                         f"{'built with CUDA ' + torch.version.cuda + ' but no GPU visible' if built else ''}"
+                         f"{'' if built else 'a CPU-only build'}"
                          "); use --device cpu")
     index = int(m.group(2) or 0)
     if index >= torch.cuda.device_count():
