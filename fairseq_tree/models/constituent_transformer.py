@@ -31,21 +31,19 @@ module, for ablations and timing.
 
 from __future__ import annotations
 
-import math
 from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq import utils
-from fairseq.models import FairseqEncoder, FairseqEncoderModel, register_model, register_model_architecture
-from fairseq.models.roberta.model import RobertaLMHead
-from fairseq.modules import PositionalEmbedding
+from fairseq.models import register_model, register_model_architecture
 from torch import Tensor
 
 from fairseq_tree.hub import FromPretrained
-from fairseq_tree.models.architecture import build_standalone_model, set_default
+from fairseq_tree.models.architecture import set_default
 from fairseq_tree.models.induced_structure import InducedStructure
+from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder, MaskedLMModel, add_masked_lm_args
 from fairseq_tree.modules.constituent_attention import (
     PARSE_METHODS,
     ConstituentSelfAttention,
@@ -90,24 +88,9 @@ class ConstituentTransformerLayer(nn.Module):
         return x, a, C
 
 
-class ConstituentTransformerEncoder(FairseqEncoder):
-    def __init__(self, args, dictionary):
-        super().__init__(dictionary)
-        self.args = args
-        d = args.encoder_embed_dim
-        self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
-        self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
-        nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
-        nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
-        self.embed_scale = math.sqrt(d)
-        self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
-                                                   learned=args.encoder_learned_pos)
-        self.layers = nn.ModuleList([ConstituentTransformerLayer(args, i) for i in range(args.encoder_layers)])
-        self.final_norm = nn.LayerNorm(d) if not args.encoder_post_norm else None
-        self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
-
-    def max_positions(self):
-        return self.args.max_positions
+class ConstituentTransformerEncoder(MaskedLMEncoder):
+    def build_layer(self, args, index: int) -> nn.Module:
+        return ConstituentTransformerLayer(args, index)
 
     def extract_features(self, src_tokens: Tensor, return_all_hiddens: bool = False):
         """-> (x [B, T, d], extra) with extra['link_probs'] (list over layers of a^l [B, T-1], fp32: entry t links
@@ -115,8 +98,7 @@ class ConstituentTransformerEncoder(FairseqEncoder):
         name), extra['priors'] (list of C^l [B, T, T] fp32), extra['word_mask'] [B, T] and, if asked,
         extra['inner_states'] (list of [B, T, d], embeddings first)."""
         word, link, allowed = structure_masks(src_tokens, self.bos, self.eos, self.pad)
-        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
-        x = F.dropout(x, self.args.dropout, self.training)
+        x = self.embed(src_tokens)
         inner = [x] if return_all_hiddens else None
         a = None
         links: List[Tensor] = []
@@ -135,34 +117,20 @@ class ConstituentTransformerEncoder(FairseqEncoder):
                  "inner_states": inner}
         return x, extra
 
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        x, extra = self.extract_features(src_tokens, return_all_hiddens)
-        if not features_only:
-            x = self.lm_head(x, masked_tokens=masked_tokens)
-        return x, extra
-
 
 @register_model("constituent_transformer")
-class ConstituentTransformerModel(FromPretrained, FairseqEncoderModel):
+class ConstituentTransformerModel(FromPretrained, MaskedLMModel):
     """Masked-LM Tree Transformer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra);
     ``induce`` -> :class:`InducedStructure`."""
 
     HUB_INTERFACE = "InductionHubInterface"  # from_pretrained -> fairseq_tree.hub.InductionHubInterface
+    ENCODER = ConstituentTransformerEncoder
+    BASE_ARCH = "constituent_transformer"
 
     @staticmethod
     def add_args(parser):
+        add_masked_lm_args(parser)
         a = parser.add_argument
-        a("--encoder-embed-dim", type=int, metavar="D")
-        a("--encoder-layers", type=int, metavar="L")
-        a("--encoder-attention-heads", type=int, metavar="H")
-        a("--encoder-ffn-embed-dim", type=int, metavar="D")
-        a("--dropout", type=float, metavar="P")
-        a("--attention-dropout", type=float, metavar="P")
-        a("--activation-dropout", type=float, metavar="P")
-        a("--activation-fn", choices=utils.get_available_activation_fns())
-        a("--max-positions", type=int, metavar="N", help="longest input in tokens, BOS and EOS included")
-        a("--encoder-learned-pos", action="store_true", help="learned positions instead of sinusoidal")
         a("--encoder-post-norm", action="store_true",
           help="post-LN blocks (original Transformer); default pre-LN + final LayerNorm (authors' code)")
         a("--no-constituent-attention", action="store_true",
@@ -182,23 +150,6 @@ class ConstituentTransformerModel(FromPretrained, FairseqEncoderModel):
                "--ca-parse-inner-threshold")
         a("--ca-parse-inner-threshold", type=float, metavar="T", help="value of the code rule (0.7)")
         a("--ca-parse-layer", type=int, metavar="L", help="layer of greedy parsing (default: the min layer)")
-
-    @classmethod
-    def build_model(cls, args, task):
-        constituent_transformer_base(args)
-        return cls(args, ConstituentTransformerEncoder(args, task.source_dictionary))
-
-    def __init__(self, args, encoder):
-        super().__init__(encoder)
-        self.args = args
-
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        return self.encoder(src_tokens, src_lengths, masked_tokens=masked_tokens, features_only=features_only,
-                            return_all_hiddens=return_all_hiddens)
-
-    def max_positions(self):
-        return self.encoder.max_positions()
 
     # ------------------------------------------------------------------------------------------- parsing
     @torch.no_grad()
@@ -267,10 +218,8 @@ class ConstituentTransformerModel(FromPretrained, FairseqEncoderModel):
 def build_standalone(dictionary, arch: str = "constituent_transformer_small",
                      **overrides) -> ConstituentTransformerModel:
     """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
-    define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
-    (e.g. ``encoder_layers=4, no_constituent_attention=True``)."""
-    return build_standalone_model(ConstituentTransformerModel, ConstituentTransformerEncoder, dictionary, arch,
-                                  overrides)
+    define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values."""
+    return ConstituentTransformerModel.build_standalone(dictionary, arch, **overrides)
 
 
 @register_model_architecture("constituent_transformer", "constituent_transformer")

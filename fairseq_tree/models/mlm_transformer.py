@@ -29,18 +29,15 @@ The model induces no structure: it has no ``induce`` (``hasattr(model, 'induce')
 from __future__ import annotations
 
 import argparse
-import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-from fairseq import utils
-from fairseq.models import FairseqEncoder, FairseqEncoderModel, register_model, register_model_architecture
-from fairseq.models.roberta.model import RobertaLMHead
-from fairseq.modules import PositionalEmbedding, TransformerEncoderLayer
+from fairseq.models import register_model, register_model_architecture
+from fairseq.modules import TransformerEncoderLayer
 from torch import Tensor
 
-from fairseq_tree.models.architecture import build_standalone_model, set_default
+from fairseq_tree.models.architecture import set_default
+from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder, MaskedLMModel, add_masked_lm_args
 from fairseq_tree.modules.constituent_attention import structure_masks
 
 
@@ -51,34 +48,22 @@ def _layer_args(args) -> argparse.Namespace:
     return la
 
 
-class MLMTransformerEncoder(FairseqEncoder):
-    def __init__(self, args, dictionary):
-        super().__init__(dictionary)
-        self.args = args
-        d = args.encoder_embed_dim
-        self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
+class MLMTransformerEncoder(MaskedLMEncoder):
+    def build_structure(self, args) -> None:
         self.num_heads = args.encoder_attention_heads
         self.word_only = bool(args.word_only_attention)
-        self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
-        nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
-        nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
-        self.embed_scale = math.sqrt(d)
-        self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
-                                                   learned=args.encoder_learned_pos)
-        layer_args = _layer_args(args)
-        self.layers = nn.ModuleList([TransformerEncoderLayer(layer_args) for _ in range(args.encoder_layers)])
+
+    def build_layer(self, args, index: int) -> nn.Module:
+        return TransformerEncoderLayer(_layer_args(args))
+
+    def init_layers(self) -> None:
+        # constituent_transformer's init: xavier weights (fairseq's q/k/v gain already matches), zero biases
         for layer in self.layers:
-            # constituent_transformer's init: xavier weights (fairseq's q/k/v gain already matches), zero biases
             for m in (layer.fc1, layer.fc2):
                 nn.init.xavier_uniform_(m.weight)
             for m in (layer.fc1, layer.fc2, layer.self_attn.q_proj, layer.self_attn.k_proj,
                       layer.self_attn.v_proj, layer.self_attn.out_proj):
                 nn.init.zeros_(m.bias)
-        self.final_norm = nn.LayerNorm(d) if not args.encoder_post_norm else None
-        self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
-
-    def max_positions(self):
-        return self.args.max_positions
 
     def _masks(self, src_tokens: Tensor, dtype: torch.dtype):
         """-> (key_padding_mask [B, T] bool or None, attn_mask [B*H, T, T] (1 = blocked) or None)."""
@@ -94,8 +79,7 @@ class MLMTransformerEncoder(FairseqEncoder):
     def extract_features(self, src_tokens: Tensor, return_all_hiddens: bool = False):
         """src_tokens [B, T] -> (x [B, T, d], extra) with extra['word_mask'] [B, T] (not BOS/EOS/pad) and, if
         asked, extra['inner_states'] (list of [B, T, d], embeddings first)."""
-        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
-        x = F.dropout(x, self.args.dropout, self.training)
+        x = self.embed(src_tokens)
         inner = [x] if return_all_hiddens else None
         key_padding_mask, attn_mask = self._masks(src_tokens, x.dtype)
         x = x.transpose(0, 1)  # fairseq layers: [T, B, d]
@@ -109,53 +93,23 @@ class MLMTransformerEncoder(FairseqEncoder):
         word = src_tokens.ne(self.bos) & src_tokens.ne(self.eos) & src_tokens.ne(self.pad)
         return x, {"inner_states": inner, "word_mask": word}
 
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        x, extra = self.extract_features(src_tokens, return_all_hiddens)
-        if not features_only:
-            x = self.lm_head(x, masked_tokens=masked_tokens)
-        return x, extra
-
 
 @register_model("mlm_transformer")
-class MLMTransformerModel(FairseqEncoderModel):
+class MLMTransformerModel(MaskedLMModel):
     """Plain masked-LM Transformer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra)."""
+
+    ENCODER = MLMTransformerEncoder
+    BASE_ARCH = "mlm_transformer"
 
     @staticmethod
     def add_args(parser):
+        add_masked_lm_args(parser)
         a = parser.add_argument
-        a("--encoder-embed-dim", type=int, metavar="D")
-        a("--encoder-layers", type=int, metavar="L")
-        a("--encoder-attention-heads", type=int, metavar="H")
-        a("--encoder-ffn-embed-dim", type=int, metavar="D")
-        a("--dropout", type=float, metavar="P")
-        a("--attention-dropout", type=float, metavar="P")
-        a("--activation-dropout", type=float, metavar="P")
-        a("--activation-fn", choices=utils.get_available_activation_fns())
-        a("--max-positions", type=int, metavar="N", help="longest input in tokens, BOS and EOS included")
-        a("--encoder-learned-pos", action="store_true", help="learned positions instead of sinusoidal")
         a("--encoder-post-norm", action="store_true",
           help="post-LN blocks (original Transformer); default pre-LN + final LayerNorm (as constituent_transformer)")
         a("--word-only-attention", action="store_true",
           help="constituent_transformer's mask: a word attends to its sentence's words only, BOS/EOS/pad to "
                "themselves (= constituent_transformer --no-constituent-attention); default: key padding mask only")
-
-    @classmethod
-    def build_model(cls, args, task):
-        mlm_transformer_base(args)
-        return cls(args, MLMTransformerEncoder(args, task.source_dictionary))
-
-    def __init__(self, args, encoder):
-        super().__init__(encoder)
-        self.args = args
-
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        return self.encoder(src_tokens, src_lengths, masked_tokens=masked_tokens, features_only=features_only,
-                            return_all_hiddens=return_all_hiddens)
-
-    def max_positions(self):
-        return self.encoder.max_positions()
 
     def __getattr__(self, name):
         # no induce(): ``hasattr(model, "induce")`` is False (the tree_induction task skips parsing), and a
@@ -171,7 +125,7 @@ def build_standalone(dictionary, arch: str = "mlm_transformer_small", **override
     """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
     define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values
     (e.g. ``encoder_layers=4, word_only_attention=True``)."""
-    return build_standalone_model(MLMTransformerModel, MLMTransformerEncoder, dictionary, arch, overrides)
+    return MLMTransformerModel.build_standalone(dictionary, arch, **overrides)
 
 
 @register_model_architecture("mlm_transformer", "mlm_transformer")

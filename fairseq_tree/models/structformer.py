@@ -40,21 +40,19 @@ tree and eq. 17 (argmax p_D, the word of largest height is the root) for the hea
 
 from __future__ import annotations
 
-import math
 from typing import Dict, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq import utils
-from fairseq.models import FairseqEncoder, FairseqEncoderModel, register_model, register_model_architecture
-from fairseq.models.roberta.model import RobertaLMHead
-from fairseq.modules import PositionalEmbedding
+from fairseq.models import register_model, register_model_architecture
 from torch import Tensor
 
 from fairseq_tree.hub import FromPretrained
-from fairseq_tree.models.architecture import build_standalone_model, set_default
+from fairseq_tree.models.architecture import set_default
 from fairseq_tree.models.induced_structure import InducedStructure
+from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder, MaskedLMModel, add_masked_lm_args
 from fairseq_tree.modules.dependency_attention import RELATIONS, DependencyAttention, dependency_relations
 from fairseq_tree.modules.structformer_parser import (
     PARSE_METHODS,
@@ -100,27 +98,17 @@ class StructFormerLayer(nn.Module):
         return x + F.dropout(self.fc2(h), self.dropout, self.training)
 
 
-class StructFormerEncoder(FairseqEncoder):
-    def __init__(self, args, dictionary):
-        super().__init__(dictionary)
-        self.args = args
-        d = args.encoder_embed_dim
-        self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
-        self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
-        nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
-        nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
-        self.embed_scale = math.sqrt(d)
-        self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
-                                                   learned=args.encoder_learned_pos)
-        self.parser = StructFormerParser(d, args.sf_conv_layers, args.sf_conv_size, args.sf_parser_layernorm,
-                                         args.sf_calibrate)
+class StructFormerEncoder(MaskedLMEncoder):
+    def build_structure(self, args) -> None:
+        self.parser = StructFormerParser(args.encoder_embed_dim, args.sf_conv_layers, args.sf_conv_size,
+                                         args.sf_parser_layernorm, args.sf_calibrate)
         self.relations = _relations(args)
-        self.layers = nn.ModuleList([StructFormerLayer(args) for _ in range(args.encoder_layers)])
-        self.final_norm = nn.LayerNorm(d)
-        self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
 
-    def max_positions(self):
-        return self.args.max_positions
+    def build_layer(self, args, index: int) -> nn.Module:
+        return StructFormerLayer(args)
+
+    def build_final_norm(self, args, d: int):
+        return nn.LayerNorm(d)  # pre-LN blocks only
 
     def parse(self, src_tokens: Tensor):
         """-> (distance [B, T-1], height [B, T], p_D [B, T, T], root [B, T], word [B, T]), structure in fp32."""
@@ -138,8 +126,7 @@ class StructFormerEncoder(FairseqEncoder):
         words), extra['word_mask'] [B, T] and, if asked, extra['inner_states'] (list of [B, T, d])."""
         distance, height, p_D, root, word = self.parse(src_tokens)
         rel = dependency_relations(p_D, self.relations)
-        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
-        x = F.dropout(x, self.args.dropout, self.training)
+        x = self.embed(src_tokens)
         inner = [x] if return_all_hiddens else None
         for layer in self.layers:
             x = layer(x, rel, word)
@@ -150,34 +137,21 @@ class StructFormerEncoder(FairseqEncoder):
                  "inner_states": inner}
         return x, extra
 
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        x, extra = self.extract_features(src_tokens, return_all_hiddens)
-        if not features_only:
-            x = self.lm_head(x, masked_tokens=masked_tokens)
-        return x, extra
-
 
 @register_model("structformer")
-class StructFormerModel(FromPretrained, FairseqEncoderModel):
+class StructFormerModel(FromPretrained, MaskedLMModel):
     """Masked-LM StructFormer. ``forward`` -> (logits [B, T, V] or [M, V] with ``masked_tokens``, extra);
     ``induce`` -> :class:`InducedStructure` (spans and heads)."""
 
     HUB_INTERFACE = "InductionHubInterface"  # from_pretrained -> fairseq_tree.hub.InductionHubInterface
+    ENCODER = StructFormerEncoder
+    BASE_ARCH = "structformer"
 
     @staticmethod
     def add_args(parser):
+        add_masked_lm_args(parser, attention_dropout="dropout on the attention weights (code: 0)",
+                           encoder_learned_pos="learned positions (the code's --pos_emb)")
         a = parser.add_argument
-        a("--encoder-embed-dim", type=int, metavar="D")
-        a("--encoder-layers", type=int, metavar="L")
-        a("--encoder-attention-heads", type=int, metavar="H")
-        a("--encoder-ffn-embed-dim", type=int, metavar="D")
-        a("--dropout", type=float, metavar="P")
-        a("--attention-dropout", type=float, metavar="P", help="dropout on the attention weights (code: 0)")
-        a("--activation-dropout", type=float, metavar="P")
-        a("--activation-fn", choices=utils.get_available_activation_fns())
-        a("--max-positions", type=int, metavar="N", help="longest input in tokens, BOS and EOS included")
-        a("--encoder-learned-pos", action="store_true", help="learned positions (the code's --pos_emb)")
         a("--sf-conv-layers", type=int, metavar="N", help="parser convolution layers L_p (paper 3)")
         a("--sf-conv-size", type=int, metavar="K", help="parser convolution kernel 2W+1 (code 9)")
         a("--sf-parser-layernorm", action="store_true",
@@ -189,23 +163,6 @@ class StructFormerModel(FromPretrained, FairseqEncoderModel):
         a("--sf-leaky-relu", action="store_true", help="LeakyReLU FFN activation (authors' code)")
         a("--sf-parse-method", choices=PARSE_METHODS,
           help="induce(): 'distance' (Algorithm 1 + eq. 17 heads, paper) or 'joint' (Algorithm 3)")
-
-    @classmethod
-    def build_model(cls, args, task):
-        structformer_base(args)
-        return cls(args, StructFormerEncoder(args, task.source_dictionary))
-
-    def __init__(self, args, encoder):
-        super().__init__(encoder)
-        self.args = args
-
-    def forward(self, src_tokens, src_lengths=None, masked_tokens=None, features_only=False,
-                return_all_hiddens=False, **unused):
-        return self.encoder(src_tokens, src_lengths, masked_tokens=masked_tokens, features_only=features_only,
-                            return_all_hiddens=return_all_hiddens)
-
-    def max_positions(self):
-        return self.encoder.max_positions()
 
     # ------------------------------------------------------------------------------------------- parsing
     @torch.no_grad()
@@ -268,10 +225,9 @@ def structure_from_parse(distance: Tensor, height: Tensor, p_D: Tensor, root: Te
 
 
 def build_standalone(dictionary, arch: str = "structformer_small", **overrides) -> StructFormerModel:
-    """Build the model without a task (benchmarks, notebooks, tests): ``dictionary`` a fairseq Dictionary (its
-    bos/eos/pad define the layout), ``arch`` a registered architecture, ``overrides`` argument values
-    (e.g. ``encoder_layers=4, sf_calibrate=True``)."""
-    return build_standalone_model(StructFormerModel, StructFormerEncoder, dictionary, arch, overrides)
+    """Build the model without a task (benchmarks, notebooks): ``dictionary`` a fairseq Dictionary (its bos/eos/pad
+    define the layout), ``arch`` one of the registered architectures, ``overrides`` argument values."""
+    return StructFormerModel.build_standalone(dictionary, arch, **overrides)
 
 
 @register_model_architecture("structformer", "structformer")

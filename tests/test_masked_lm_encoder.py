@@ -1,0 +1,66 @@
+"""The masked-LM encoder base (models/masked_lm_encoder.py) under constituent_transformer, structformer and
+mlm_transformer: checkpoints keep their state-dict keys (the lists below were recorded from the encoders before
+the base existed), the LM head is tied to the token embeddings, embeddings are scaled by sqrt(d)."""
+
+import math
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+
+from fairseq_tree.models import constituent_transformer as ct
+from fairseq_tree.models import mlm_transformer as mt
+from fairseq_tree.models import structformer as sf
+from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder
+
+HEAD = ["embed_tokens.weight", "final_norm.bias", "final_norm.weight", "lm_head.bias", "lm_head.dense.bias",
+        "lm_head.dense.weight", "lm_head.layer_norm.bias", "lm_head.layer_norm.weight", "lm_head.weight"]
+KEYS = {  # one layer: encoder.layers.0.<name>
+    (ct, "constituent_transformer_tiny"): (
+        ["attn.in_proj.bias", "attn.in_proj.weight", "attn.link_proj.bias", "attn.link_proj.weight",
+         "attn.out_proj.bias", "attn.out_proj.weight", "attn_norm.bias", "attn_norm.weight", "fc1.bias",
+         "fc1.weight", "fc2.bias", "fc2.weight", "ffn_norm.bias", "ffn_norm.weight"], []),
+    (sf, "structformer_tiny"): (
+        ["attn.in_proj.bias", "attn.in_proj.weight", "attn.out_proj.bias", "attn.out_proj.weight",
+         "attn.rel_logits", "attn_norm.bias", "attn_norm.weight", "fc1.bias", "fc1.weight", "fc2.bias",
+         "fc2.weight", "ffn_norm.bias", "ffn_norm.weight"],
+        ["parser.convs.0.bias", "parser.convs.0.weight", "parser.convs.1.bias", "parser.convs.1.weight",
+         "parser.distance_hidden.bias", "parser.distance_hidden.weight", "parser.distance_out.bias",
+         "parser.distance_out.weight", "parser.height_hidden.bias", "parser.height_hidden.weight",
+         "parser.height_out.bias", "parser.height_out.weight", "parser.log_scale"]),
+    (mt, "mlm_transformer_tiny"): (
+        ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "final_layer_norm.bias", "final_layer_norm.weight",
+         "self_attn.k_proj.bias", "self_attn.k_proj.weight", "self_attn.out_proj.bias", "self_attn.out_proj.weight",
+         "self_attn.q_proj.bias", "self_attn.q_proj.weight", "self_attn.v_proj.bias", "self_attn.v_proj.weight",
+         "self_attn_layer_norm.bias", "self_attn_layer_norm.weight"], []),
+}
+
+
+def _dictionary():
+    d = Dictionary()
+    for w in "the cat sat on a mat".split():
+        d.add_symbol(w)
+    return d
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_state_dict_keys_unchanged_by_the_base(module, arch):
+    layer, structure = KEYS[(module, arch)]
+    model = module.build_standalone(_dictionary(), arch, encoder_layers=1)
+    expected = sorted(["encoder." + k for k in HEAD + structure] + ["encoder.layers.0." + k for k in layer])
+    assert sorted(model.state_dict()) == expected
+    assert isinstance(model.encoder, MaskedLMEncoder)
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_lm_head_tied_and_embeddings_scaled(module, arch):
+    d = _dictionary()
+    model = module.build_standalone(d, arch, encoder_layers=1, dropout=0.0).eval()
+    enc = model.encoder
+    assert enc.lm_head.weight is enc.embed_tokens.weight
+    tok = torch.tensor([[d.bos(), 4, 5, 6, d.eos()]])
+    dim = model.args.encoder_embed_dim
+    expected = math.sqrt(dim) * enc.embed_tokens(tok) + enc.embed_positions(tok)
+    assert torch.equal(enc.embed(tok), expected)
+    logits, extra = model(tok)
+    assert logits.shape == (1, 5, len(d)) and extra["word_mask"].tolist() == [[False, True, True, True, False]]
