@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from typing import Callable, Dict, List, Optional
 
+from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
 from fairseq_tree.preprocess import sharded_layout as layout
 from fairseq_tree.preprocess import stages
 from fairseq_tree.preprocess.progress import Progress
@@ -225,7 +226,7 @@ def run(args) -> dict:
     dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", {}))
     if classification:
         scheme = stages.class_scheme(classification)
-        stages.atomic_write_text(os.path.join(destdir, stages.CLASSIFICATION_JSON), scheme.to_json(
+        stages.atomic_write_text(os.path.join(destdir, CLASSIFICATION_JSON), scheme.to_json(
             labels=classification["labels"], node_inputs=classification["node_inputs"], unary=args.unary))
     if dict_only:
         report = dict_only_report(args, files, by_split, bpe_by_split, dict_paths, time.perf_counter() - t_start)
