@@ -118,7 +118,8 @@ class ClassifierHubInterface:
 
 
 class ParserHubInterface:
-    """``parse(sentences, tags=None) -> [Parse]`` (``.brackets()``, ``.heads``, ``.relations``, ``.tags``).
+    """``parse(sentences, tags=None) -> [Tree]`` (``.to_brackets(one_word=True)``, ``.labeled_spans(one_word=True)``,
+    ``.heads``, ``.relations``, ``.tags``).
     A sentence is a list of tokens, or a string tokenized as the preprocessing does (sacremoses, PTB)."""
 
     def __init__(self, parser, tokenize: str = "moses"):

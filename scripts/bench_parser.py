@@ -48,10 +48,11 @@ def main():
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     import fairseq_tree  # noqa: F401
     from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion
-    from fairseq_tree.data.parsing_data import binarize, get_parser, read_parse_trees
+    from fairseq_tree.data.parsing_data import binarize, get_parser
     from fairseq_tree.inference.batching import length_batches
     from fairseq_tree.models import lal_parser as lp
     from fairseq_tree.tasks.constituency_parsing import ConstituencyParsingConfig, ConstituencyParsingTask
+    from fairseq_tree.trees import read_parse_trees
 
     arch = args.arch or ("lal_parser_tiny" if args.quick else "lal_parser_small")
     n_train = args.train_sents or (96 if args.quick else 640)

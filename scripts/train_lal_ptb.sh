@@ -46,7 +46,7 @@ for C in $CONFIGS; do
     fi
     $PY - "$SM" "$D" "$WORK" "$STANZA_SIZE" >> "$WORK/results.md" <<'PYEOF'
 import json, sys, time
-from fairseq_tree.data.parsing_data import read_parse_trees
+from fairseq_tree.trees import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import bracket_f1
 from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 sm, d, w, size = sys.argv[1:5]

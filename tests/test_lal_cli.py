@@ -68,7 +68,7 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     words, tags, _ = read_input(str(fifty / "t.mrg"))
     hub = LALParserModel.from_pretrained(str(overfit_ckpt.parent), overfit_ckpt.name)
     parses = hub.parse(words, tags)
-    assert [p.brackets() for p in parses] == trees
+    assert [p.to_brackets(one_word=True) for p in parses] == trees
     assert [p.heads for p in parses] == [[int(r.split("\t")[6]) for r in block.splitlines() if r[:1].isdigit()]
                                          for block in conllu.strip().split("\n\n")]
 
@@ -81,9 +81,8 @@ def notags_ckpt(fifty):
 
 def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
     """The model as a pipeline backend: predicted tags, one line per tree, ParseError names the sentence."""
-    from fairseq_tree.data.parsing_data import read_parse_trees
     from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
-    from fairseq_tree.trees import tree_from_brackets
+    from fairseq_tree.trees import read_parse_trees, tree_from_brackets
 
     backend = LALBackend.from_options(model=str(notags_ckpt), batch_size=7)
     gold = list(read_parse_trees(str(fifty / "t.mrg")))[:12]

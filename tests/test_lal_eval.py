@@ -3,7 +3,6 @@ numbers marked "EVALB:" are the output of the real evalb.c (COLLINS.prm) on the 
 
 import pytest
 
-from fairseq_tree.data.parsing_data import ParseTree, parse_tree_from_brackets, to_brackets
 from fairseq_tree.evaluation.bracket_f1 import (
     COLLINS_DELETE_LABELS,
     WRAPPER_LABELS,
@@ -13,24 +12,25 @@ from fairseq_tree.evaluation.bracket_f1 import (
     format_report,
     score_files,
 )
+from fairseq_tree.trees import Tree, tree_from_brackets
 
 
 def T(text):
-    return parse_tree_from_brackets(text)
+    return tree_from_brackets(text, "join", one_word=True)  # the EVALB view
 
 
 def test_reader_keeps_one_word_unaries_and_joins_chains():
     t = T("(TOP (S (NP-SBJ (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (. .)))")
     assert t.words == ["It", "is", "fine", "."]
-    assert t.spans == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (0, 4, "S")]
+    assert t.labeled_spans(one_word=True) == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (0, 4, "S")]
     t = T("(S (S (VP (VB Go))) (NP (-NONE- *)) (. !))")
-    assert t.spans == [(0, 1, "S+VP"), (0, 2, "S")]
+    assert t.labeled_spans(one_word=True) == [(0, 1, "S+VP"), (0, 2, "S")]
     t = T("(NN Hello)")  # a bare preterminal gets a root
-    assert t.spans == [(0, 1, "ROOT")]
+    assert t.labeled_spans(one_word=True) == [(0, 1, "ROOT")]
     for text in ("(S (S (VP (VB Go))) (. !))", "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))"):
         t = T(text)
-        assert to_brackets(t.words, t.tags, t.spans) == text
-        assert T(to_brackets(t.words, t.tags, t.spans)) == t
+        assert t.to_brackets(one_word=True) == text
+        assert T(t.to_brackets(one_word=True)) == t
 
 
 GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PRT (RP down))) (. .)))"
@@ -47,7 +47,8 @@ def test_top_ignored_and_advp_prt_equivalent():
     g = T(GOLD)
     p = T("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (ADVP (RB down))) (. .)))")
     assert bracket_f1([g], [p])["f1"] == 100.0
-    assert g.spans == [(0, 2, "NP"), (3, 4, "PRT"), (2, 4, "VP"), (0, 5, "S")]  # the reader drops the TOP wrapper
+    # the reader drops the TOP wrapper
+    assert g.labeled_spans(one_word=True) == [(0, 2, "NP"), (3, 4, "PRT"), (2, 4, "VP"), (0, 5, "S")]
     # DELETE_LABEL TOP: not counted even where a tree keeps it; PRT scored as ADVP; re-indexed over the words
     # that are not punctuation (the final period). ROOT is no COLLINS.prm label: counted unless asked
     kept = evalb_brackets([(0, 2, "NP"), (3, 4, "PRT"), (0, 5, "S"), (0, 5, "TOP"), (0, 5, "ROOT")], g.tags)
@@ -119,7 +120,10 @@ def test_root_and_empty_wrappers_count_as_brackets():
     # COLLINS.prm deletes TOP only. EVALB on the gold line IT_WORKS against (ROOT (S ..)), ( (S ..)) and (TOP (S ..)):
     # Bracketing Recall 100.00, Precision 81.82, FMeasure 90.00, Complete match 33.33
     g = T(IT_WORKS)
-    wrapped = [ParseTree(g.words, g.tags, g.spans + [(0, 3, label)]) for label in ("ROOT", "")] + [g]
+    spans = g.labeled_spans(one_word=True)
+    assert spans[-1] == (0, 3, "S")
+    wrapped = [Tree.from_labeled_spans(g.words, g.tags, spans[:-1] + [(0, 3, label + "+S")])  # a chain over S
+               for label in ("ROOT", "")] + [g]
     r = bracket_f1([g] * 3, wrapped)
     assert (r["matched"], r["gold_brackets"], r["pred_brackets"]) == (9, 9, 11)
     assert round(r["precision"], 2) == 81.82 and round(r["f1"], 2) == 90.0 and round(r["complete_match"], 2) == 33.33

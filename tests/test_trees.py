@@ -171,11 +171,8 @@ _LEAF = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
 
 @pytest.mark.parametrize("name", ["ptb_sample/train.mrg", "ptb_sample/valid.mrg", "wsj22/wsj22.mrg"])
 def test_written_words_are_the_treebank_tokens(name):
-    """Both bracket writers (trees.to_brackets, parsing_data.to_brackets of fairseq-tree-parse) spell every word as
-    the treebank does (-LCB- / -RCB- in ptb_sample/train and wsj22), so EVALB finds the same words."""
-    from fairseq_tree.data.parsing_data import parse_tree_from_brackets
-    from fairseq_tree.data.parsing_data import to_brackets as write_parse
-
+    """Both bracket views (the canonical one and the EVALB view of fairseq-tree-parse) spell every word as the
+    treebank does (-LCB- / -RCB- in ptb_sample/train and wsj22), so EVALB finds the same words."""
     path = SHARED / "data" / name
     if not path.is_file():
         pytest.skip(f"{path} not found")
@@ -183,8 +180,8 @@ def test_written_words_are_the_treebank_tokens(name):
     for line, (_, t) in zip(lines, read_treebank(str(path))):
         tokens = [w for tag, w in _LEAF.findall(line) if tag != "-NONE-"]
         assert [w for _, w in _LEAF.findall(to_brackets(t))] == tokens
-        p = parse_tree_from_brackets(line)
-        assert [w for _, w in _LEAF.findall(write_parse(p.words, p.tags, p.spans))] == tokens
+        p = tree_from_brackets(line, "join", one_word=True)
+        assert [w for _, w in _LEAF.findall(p.to_brackets(one_word=True))] == tokens
 
 
 def test_wsj22_reads_with_top_wrapper():

@@ -16,10 +16,10 @@ from fairseq_tree.trees import (
     atomic_write_text,
     bracket_line,
     labeled_to_brackets,
-    parse_tree_from_brackets,
     ptb_to_upos,
     read_conllu,
     spans_to_brackets,
+    tree_from_brackets,
     write_conllu,
 )
 
@@ -92,9 +92,9 @@ def test_bracket_line_nests_chains_in_the_order_given():
 
 
 def test_labeled_brackets_split_joined_chains():
-    t = parse_tree_from_brackets("(S (VP (NP (PRP it)) (VBZ is)))")
-    assert t.spans == [(0, 1, "NP"), (0, 2, "S+VP")]
-    assert labeled_to_brackets(t.words, t.tags, t.spans) == "(S (VP (NP (PRP it)) (VBZ is)))"
+    t = tree_from_brackets("(S (VP (NP (PRP it)) (VBZ is)))", "join", one_word=True)
+    assert t.labeled_spans(one_word=True) == [(0, 1, "NP"), (0, 2, "S+VP")]
+    assert t.to_brackets(one_word=True) == "(S (VP (NP (PRP it)) (VBZ is)))"
     assert labeled_to_brackets(["a"], [""], [(0, 1, "X")]) == "(X (X a))"  # an empty tag is written X
 
 
@@ -114,3 +114,50 @@ def test_tree_views_hand_made():
     assert t.distances() == [1, 3, 2, 1, 3]
     assert t.to_brackets() == "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (PRP it))) (. .))"
     assert t.parents() == [3, 2, 3, -1]
+
+
+def test_one_tree_type_evalb_view_hand_made():
+    """The EVALB view of the one Tree: one-word constituents (chains joined top first) beside the canonical nodes,
+    merged in post-order; the canonical view of the same tree is unchanged."""
+    from fairseq_tree.trees import Tree
+
+    text = "(TOP (S (NP-SBJ (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (S (VP (VB go))) (. .)))"
+    t = Tree.from_brackets(text, "join", one_word=True)
+    assert t.word_phrases == ["NP", None, "ADJP", "S+VP", None]
+    assert t.labeled_spans() == [(1, 3, "VP"), (0, 5, "S")]
+    assert t.labeled_spans(one_word=True) == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (3, 4, "S+VP"), (0, 5, "S")]
+    assert t.to_brackets(one_word=True) == "(S (NP (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (S (VP (VB go))) (. .))"
+    canonical = Tree.from_brackets(text, "join")
+    assert (canonical.labels, canonical.spans, canonical.word_phrases) == (t.labels, t.spans, None)
+    # the other chain rules act on one-word chains too
+    assert Tree.from_brackets(text, "lowest", one_word=True).word_phrases == ["NP", None, "ADJP", "VP", None]
+    assert Tree.from_brackets(text, "highest", one_word=True).word_phrases == ["NP", None, "ADJP", "S", None]
+    # wrappers: removed over a phrase, kept over a lone preterminal; a bare preterminal gets ROOT
+    assert Tree.from_brackets("(TOP (NN x))", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "TOP")]
+    assert Tree.from_brackets("(NN x)", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "ROOT")]
+    assert Tree.from_brackets("(NN x)").labeled_spans(one_word=True) == []  # canonical: no one-word view read
+
+
+def test_one_tree_type_from_labeled_spans_inverts_the_evalb_view():
+    """A parser's labeled spans (any order, lengths >= 1) -> Tree -> the same spans in post-order; heads and
+    relations ride along; the CoNLL-U view writes them."""
+    from fairseq_tree.trees import Tree
+
+    spans = [(0, 4, "S"), (1, 3, "VP"), (2, 3, "ADJP"), (0, 1, "NP")]
+    t = Tree.from_labeled_spans(["It", "is", "fine", "."], ["PRP", "VBZ", "JJ", "."], spans, [2, 0, 2, 2],
+                                ["nsubj", "root", "acomp", "punct"])
+    assert (t.labels, t.spans, t.word_phrases) == (["VP", "S"], [(1, 3), (0, 4)], ["NP", None, "ADJP", None])
+    assert t.labeled_spans(one_word=True) == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (0, 4, "S")]
+    t.check()  # the nodes of length >= 2 are in canonical form
+    assert t.conllu("7")[:3] == ["# sent_id = 7", "# text = It is fine .", "1\tIt\t_\tPRP\tPRP\t_\t2\tnsubj\t_\t_"]
+    with pytest.raises(ValueError, match="out of range"):
+        Tree.from_labeled_spans(["a"], ["X"], [(0, 2, "S")])
+    with pytest.raises(ValueError, match="no CoNLL-U view"):
+        Tree(["a"], ["X"]).conllu()
+
+
+def test_read_conllu_gives_trees_with_heads():
+    from fairseq_tree.trees import Tree
+
+    t = next(iter(read_conllu(str(PTB / "valid.conllu"))))
+    assert isinstance(t, Tree) and t.labels == [] and t.line == 3 and len(t.heads) == len(t.words)  # first token line

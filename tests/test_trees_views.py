@@ -1,11 +1,11 @@
 """The trees package reproduces, byte for byte, what the duplicate implementations it replaced produced on the
-PTB sample: canonical trees, the EVALB view (``ParseTree``), the unsupervised gold view (``GoldSentence``), and
+PTB sample: canonical trees, the EVALB view (``Tree.labeled_spans(one_word=True)``, once a ``ParseTree`` type), the
+unsupervised gold view (``GoldSentence``), and
 the three CoNLL-U and two bracket writers. ``data/trees_views.json`` holds SHA-256 digests of those outputs made
 by the code *before* the refactor (commit 845ba3b), so these tests compare against it, not against themselves."""
 
 import hashlib
 import json
-import types
 from pathlib import Path
 
 import pytest
@@ -33,11 +33,11 @@ def canonical_views(split):
 
 
 def parse_tree_views(split):
-    from fairseq_tree.data.parsing_data import read_parse_trees, to_brackets
+    from fairseq_tree.trees import read_parse_trees
 
     trees = list(read_parse_trees(str(PTB / f"{split}.mrg")))
-    return {"parse_trees": _sha(repr([(t.words, t.tags, t.spans) for t in trees])),
-            "parse_brackets": _sha("\n".join(to_brackets(t.words, t.tags, t.spans) for t in trees))}
+    return {"parse_trees": _sha(repr([(t.words, t.tags, t.labeled_spans(one_word=True)) for t in trees])),
+            "parse_brackets": _sha("\n".join(t.to_brackets(one_word=True) for t in trees))}
 
 
 def gold_views(split, tmp):
@@ -58,9 +58,7 @@ def parse_cli_conllu(split, tmp):
     from fairseq_tree.evaluation import parse_cli
     from fairseq_tree.trees import read_conllu
 
-    parses = [types.SimpleNamespace(words=d.words, tags=d.tags, heads=d.heads, relations=d.relations)
-              for d in read_conllu(str(PTB / f"{split}.conllu"))]
-    parse_cli.write_conllu(parses, str(tmp / "p.conllu"))
+    parse_cli.write_conllu(list(read_conllu(str(PTB / f"{split}.conllu"))), str(tmp / "p.conllu"))
     return {"parse_cli_conllu": _sha((tmp / "p.conllu").read_bytes())}
 
 

@@ -1,7 +1,7 @@
 """Treebank reading and binarization for ``--task constituency_parsing`` (the LAL parser).
 
-Trees are read as :class:`fairseq_tree.trees.ParseTree` (the EVALB view: labeled spans that keep one-word
-unaries, see :mod:`fairseq_tree.trees.parse_tree`); the reader and writer are re-exported here.
+Trees are read in the EVALB view (:func:`fairseq_tree.trees.read_parse_trees`: :class:`~fairseq_tree.trees.Tree`
+objects whose ``labeled_spans(one_word=True)`` keep one-word constituents, unary chains joined ``S+VP``).
 
 Binarizer::
 
@@ -31,14 +31,10 @@ import os
 import sys
 from typing import List
 
-from fairseq_tree.trees import plain_word, read_conllu
-
-# re-exported: the LAL parser's CLI and tests read and write trees through this module
-from fairseq_tree.trees.parse_tree import ParseTree, parse_tree_from_brackets, raw_to_parse_tree, read_parse_trees  # noqa: F401
-from fairseq_tree.trees.parse_tree import labeled_to_brackets as to_brackets  # noqa: F401
+from fairseq_tree.trees import Tree, plain_word, read_conllu, read_parse_trees
 
 
-def attach_dependencies(trees: List[ParseTree], dep_path: str, tree_path: str) -> None:
+def attach_dependencies(trees: List[Tree], dep_path: str, tree_path: str) -> None:
     deps = list(read_conllu(dep_path))
     if len(deps) != len(trees):
         raise ValueError(f"{dep_path}: {len(deps)} sentences, {tree_path}: {len(trees)} trees")
@@ -112,7 +108,7 @@ def binarize(args) -> dict:
         for t in trees:
             for x in t.tags:
                 d["tags"].add_symbol(x)
-            for _, _, lab in t.spans:
+            for _, _, lab in t.labeled_spans(one_word=True):
                 d["labels"].add_symbol(lab)
             for r in t.relations or []:
                 d["rels"].add_symbol(r)
@@ -132,13 +128,15 @@ def binarize(args) -> dict:
         eos = d["chars"].eos()
         _write(prefix + ".chars", [[i for w in t.words for i in [d["chars"].index(c) for c in word_chars(w)] + [eos]]
                                    for t in trees], len(d["chars"]))
-        _write(prefix + ".spans", [[x for a, b, lab in t.spans for x in (a, b, d["labels"].index(lab))]
+        _write(prefix + ".spans", [[x for a, b, lab in t.labeled_spans(one_word=True)
+                                    for x in (a, b, d["labels"].index(lab))]
                                    for t in trees], max(len(d["labels"]), max(len(t) for t in trees) + 1))
         if with_dep[s]:
             _write(prefix + ".heads", [t.heads for t in trees], max(len(t) for t in trees) + 1)
             _write(prefix + ".rels", [[d["rels"].index(r) for r in t.relations] for t in trees], len(d["rels"]))
         report["splits"][s] = {"path": getattr(args, s), "sentences": len(trees),
-                               "words": sum(len(t) for t in trees), "spans": sum(len(t.spans) for t in trees),
+                               "words": sum(len(t) for t in trees),
+                               "spans": sum(len(t.labeled_spans(one_word=True)) for t in trees),
                                "unknown_words": sum(x == d["words"].unk() for r in words for x in r)}
     with open(os.path.join(args.destdir, "parsing.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)

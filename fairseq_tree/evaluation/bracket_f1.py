@@ -37,14 +37,14 @@ of rule 2 (:data:`PUNCT_TAGS`, the usual convention for PTB Stanford dependencie
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from fairseq_tree.trees import (
     EVALB_PUNCT_TAGS,
     TOKEN_RE,
     LabeledSpan,
-    ParseTree,
     RawTree,
+    Tree,
     TreeFormatError,
     is_preterminal,
     parse_tokens,
@@ -69,10 +69,19 @@ STATUS_OK, STATUS_ERROR, STATUS_SKIP = 0, 1, 2
 
 
 # ------------------------------------------------------------------------------------------- reading
-def evalb_tree(raw: Sequence[RawTree], bare_leaves: bool = False) -> ParseTree:
-    """EVALB's view of one sentence (the trees of one line, ``trees.parse_brackets`` output) as a ParseTree:
-    words [n] and tags [n] as written (``-NONE-`` terminals included), and one span (start, end, label) per bracket,
-    label as written, over all n terminals, in post-order (a unary chain gives several spans with the same range).
+class EvalbSentence(NamedTuple):
+    """What evalb.c reads of one sentence (the scorer's record, not a tree): words [n] and tags [n] as written
+    (``-NONE-`` terminals included) and one span (start, end, label) per bracket, post-order, a multiset (a unary
+    chain gives several spans with the same range)."""
+
+    words: List[str]
+    tags: List[Optional[str]]
+    spans: List[LabeledSpan]
+
+
+def evalb_tree(raw: Sequence[RawTree], bare_leaves: bool = False) -> EvalbSentence:
+    """EVALB's view of one sentence (the trees of one line, ``trees.parse_brackets`` output): words and tags as
+    written, one span per bracket, label as written, over all n terminals (:class:`EvalbSentence`).
 
     ``bare_leaves``: a word outside a ``(TAG word)`` bracket is a terminal with tag None (induced trees such as
     ``(S (S w1 w2) w3)``); otherwise it is an error, as in EVALB ("More than two elements in a bracket")."""
@@ -98,7 +107,7 @@ def evalb_tree(raw: Sequence[RawTree], bare_leaves: bool = False) -> ParseTree:
 
     for tree in raw:
         visit(tree)
-    return ParseTree(words, tags, spans)
+    return EvalbSentence(words, tags, spans)
 
 
 def read_sentences(path: str, predicted: bool) -> Iterator[Tuple[int, List[RawTree]]]:
@@ -193,7 +202,7 @@ class SentenceScore:
     pred_line: Optional[int] = None
 
 
-def score_sentence(gold: ParseTree, pred: Optional[ParseTree], sentence: int = 1,
+def score_sentence(gold: EvalbSentence, pred: Optional[EvalbSentence], sentence: int = 1,
                    delete_labels=COLLINS_DELETE_LABELS, eq_labels: Dict[str, str] = EQ_LABELS) -> SentenceScore:
     """``calc_result`` of evalb.c for one sentence (rules 2-4 of the module docstring); ``pred`` None: an empty line."""
     out = SentenceScore(sentence, sum(t not in LENGTH_DELETE_LABELS for t in gold.tags))
@@ -256,7 +265,7 @@ class EvalbScorer:
         self.delete_wrappers, self.cutoff_len = delete_wrappers, cutoff_len
         self.sentences: List[SentenceScore] = []
 
-    def add(self, gold: ParseTree, pred: Optional[ParseTree], gold_line: Optional[int] = None,
+    def add(self, gold: EvalbSentence, pred: Optional[EvalbSentence], gold_line: Optional[int] = None,
             pred_line: Optional[int] = None) -> SentenceScore:
         s = score_sentence(gold, pred, len(self.sentences) + 1, self.delete_labels)
         s.gold_line, s.pred_line = gold_line, pred_line
@@ -360,20 +369,21 @@ def format_report(scorer: EvalbScorer, per_sentence: bool = False) -> str:
 
 
 # ------------------------------------------------------------------------------------------- in-memory trees
-def _split_chains(t: ParseTree) -> ParseTree:
-    """A canonical ParseTree (``trees.parse_tree``: chains joined as ``S+VP``) as EVALB reads its brackets."""
-    return ParseTree(t.words, t.tags, [(s, e, part) for s, e, label in t.spans for part in label.split("+")])
+def as_evalb(t: Tree) -> EvalbSentence:
+    """A Tree's EVALB view (``labeled_spans(one_word=True)``, chains joined as ``S+VP``) as EVALB reads its
+    brackets: one span per label of a chain."""
+    return EvalbSentence(t.words, t.tags, [(s, e, part) for s, e, label in t.labeled_spans(one_word=True)
+                                           for part in label.split("+")])
 
 
-def bracket_f1(gold: Sequence[ParseTree], pred: Sequence[ParseTree], delete_wrappers: bool = False
-               ) -> Dict[str, object]:
-    """EVALB scores (:meth:`EvalbScorer.result`) of parallel lists of canonical ParseTrees
+def bracket_f1(gold: Sequence[Tree], pred: Sequence[Tree], delete_wrappers: bool = False) -> Dict[str, object]:
+    """EVALB scores (:meth:`EvalbScorer.result`) of parallel lists of Trees in the EVALB view
     (``trees.read_parse_trees``: their readers already removed wrappers and ``-NONE-`` and unescaped words)."""
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
     scorer = EvalbScorer(delete_wrappers)
     for g, p in zip(gold, pred):
-        scorer.add(_split_chains(g), _split_chains(p))
+        scorer.add(as_evalb(g), as_evalb(p))
     return scorer.result()
 
 
@@ -413,7 +423,8 @@ def score_dependency_files(gold_path: str, pred_path: str) -> Dict[str, float]:
 
 __all__ = [
     "PUNCT_TAGS", "COLLINS_DELETE_LABELS", "WRAPPER_LABELS", "EQ_LABELS", "CUTOFF_LEN", "SentenceScore",
-    "EvalbScorer", "evalb_tree", "read_sentences", "aligned", "evalb_label", "kept_terminals",
+    "EvalbScorer", "EvalbSentence", "evalb_tree", "as_evalb", "read_sentences", "aligned", "evalb_label",
+    "kept_terminals",
     "evalb_brackets", "score_sentence", "totals", "score_files", "format_sentence", "format_block",
     "format_report", "bracket_f1", "attachment_scores", "score_dependency_files",
 ]

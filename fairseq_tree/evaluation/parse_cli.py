@@ -27,10 +27,9 @@ import sys
 import time
 from typing import Sequence
 
-from fairseq_tree.data.parsing_data import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
-from fairseq_tree.inference.parse import LALParser, Parse
-from fairseq_tree.trees import TreeFormatError, read_conllu
+from fairseq_tree.inference.parse import LALParser
+from fairseq_tree.trees import Tree, TreeFormatError, read_conllu, read_parse_trees
 from fairseq_tree.trees import write_conllu as write_conllu_file
 
 logger = logging.getLogger("fairseq_tree.parse")
@@ -48,19 +47,20 @@ def read_input(path: str):
         return [line.split() for line in f if line.strip()], None, None
 
 
-def write_conllu(parses: Sequence[Parse], path: str) -> None:
+def write_conllu(parses: Sequence[Tree], path: str) -> None:
     write_conllu_file(path, [p.words for p in parses], [p.heads for p in parses], [p.tags for p in parses],
                       relations=[p.relations for p in parses], blank_after_last=True)
 
 
-def plot_attention(parse: Parse, head_names: Sequence[str], path: str) -> None:
+def plot_attention(words: Sequence[str], attention, head_names: Sequence[str], path: str) -> None:
+    """attention [H, n + 2] (over BOS, words, EOS; rows ``head_names``) as a heat map in ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    att = parse.attention.numpy()  # [H, n + 2]
-    cols = ["<s>"] + parse.words + ["</s>"]
+    att = attention.numpy()  # [H, n + 2]
+    cols = ["<s>"] + list(words) + ["</s>"]
     fig, ax = plt.subplots(figsize=(max(4, 0.45 * len(cols) + 2), max(3, 0.28 * len(head_names) + 1.5)))
     im = ax.imshow(att, aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=8)
@@ -98,13 +98,13 @@ def main(argv=None):
     if tags is None and parser.uses_tags:
         logger.warning("the model uses POS tags but the input has none: every tag is <unk>")
     t0 = time.perf_counter()
-    parses = parser.parse(sentences, tags, keep_attention=args.plot)
+    parses = parser.parse(sentences, tags)
     elapsed = time.perf_counter() - t0
     out = args.output or args.input + ".lal"
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out + ".trees", "w", encoding="utf-8") as f:
         for p in parses:
-            f.write(p.brackets() + "\n")
+            f.write(p.to_brackets(one_word=True) + "\n")
     write_conllu(parses, out + ".conllu")
     scores = {"sentences": len(parses), "parse_sents_per_s": round(len(parses) / max(elapsed, 1e-9), 1)}
     try:  # the written files, scored as fairseq-tree-score scores them
@@ -116,7 +116,8 @@ def main(argv=None):
         sys.exit(f"fairseq-tree-parse: {e}")
     if args.plot:
         k = min(args.plot_sentence, len(parses) - 1)
-        plot_attention(parses[k], parser.head_names, out + ".attention.png")
+        attention = parser.attention([sentences[k]], None if tags is None else [tags[k]])[0]
+        plot_attention(sentences[k], attention, parser.head_names, out + ".attention.png")
         scores["plot"] = out + ".attention.png"
     print(json.dumps(scores))
     return scores

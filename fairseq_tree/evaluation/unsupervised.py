@@ -291,8 +291,8 @@ def spans_over_words(gold: GoldSentence, tree) -> List[Span]:
 
 
 def heads_over_words(gold: GoldSentence, dep) -> List[int]:
-    """A predicted dependency tree (``trees.DependencyTree``) -> heads over the gold words: its tokens chosen by
-    :func:`kept_leaves`, a head outside them climbing to the nearest kept ancestor (:func:`project_heads`)."""
+    """A predicted dependency tree (a ``trees.Tree`` read by ``read_conllu``) -> heads over the gold words: its tokens
+    chosen by :func:`kept_leaves`, a head outside them climbing to the nearest kept ancestor (:func:`project_heads`)."""
     keep = kept_leaves(gold, len(dep.words))
     _check_words(gold, [dep.words[k] for k in keep])
     return project_heads(dep.heads, keep)

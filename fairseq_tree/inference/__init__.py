@@ -3,7 +3,8 @@
 
 * :mod:`.checkpoint`: load a checkpoint (ensemble + task, overrides, data directory, device, eval mode);
 * :mod:`.batching`: length-sorted batches of indices, and results back in input order;
-* :mod:`.parse`: :class:`~.parse.LALParser` (``lal_parser`` checkpoints) -> :class:`~.parse.Parse` per sentence;
+* :mod:`.parse`: :class:`~.parse.LALParser` (``lal_parser`` checkpoints) -> a :class:`~fairseq_tree.trees.Tree` per
+  sentence;
 * :mod:`.induce`: :func:`~.induce.load` and :func:`~.induce.induce_all` (``tree_induction`` checkpoints);
 * :mod:`.classify`: :class:`~.classify.Classifier` (``tree_classification`` checkpoints), predictions and
   their accuracies, the Table 4 attention shares;

@@ -1,17 +1,19 @@
 """The one tree module of fairseq-tree: a package of small modules, re-exported here.
 
-* :mod:`.tree`: :class:`Tree` (the canonical form: words, tags, labeled half-open spans in post-order),
+* :mod:`.tree`: :class:`Tree`, the one tree type (the canonical form: words, tags, labeled half-open spans in
+  post-order; the EVALB view's one-word constituents, dependency heads and relations where a reader has them),
   :class:`TreeFormatError`, ``Span``, post-order and parent helpers;
-* :mod:`.brackets`: PTB brackets in and out (escapes, tokenizer, readers, :func:`to_brackets`,
-  :func:`spans_to_brackets` for unlabeled induced spans);
+* :mod:`.brackets`: PTB brackets in and out (escapes, tokenizer, readers incl. the EVALB view
+  :func:`read_parse_trees`, :func:`to_brackets`, :func:`labeled_to_brackets`, :func:`spans_to_brackets` for
+  unlabeled induced spans);
 * :mod:`.sst`: class-labelled trees (Stanford Sentiment Treebank format);
 * :mod:`.subwords`: BPE subtrees;
 * :mod:`.spans`: unlabeled spans, heights, syntactic distances;
-* :mod:`.conllu`: dependency heads, CoNLL-U in and out;
+* :mod:`.conllu`: dependency heads, CoNLL-U in and out (a CoNLL-U sentence is a :class:`Tree` with heads);
 * :mod:`.tags`: PTB tag sets (the two punctuation conventions, PTB -> UPOS);
-* :mod:`.parse_tree`: the EVALB view (:class:`ParseTree`: labeled spans with one-word unaries);
-* :mod:`.gold`: the unsupervised-evaluation view (:class:`~.gold.GoldSentence`: a tree restricted to its words;
-  not re-exported here: it needs :mod:`fairseq_tree.data.induction_text`, which imports this package);
+* :mod:`.gold`: the unsupervised scorer's record of a gold sentence (:class:`~.gold.GoldSentence`, built from a
+  :class:`Tree` restricted to its words, with the surface words and positions the scorer needs; not re-exported
+  here: it needs :mod:`fairseq_tree.data.induction_text`, which imports this package);
 * :mod:`.io`: the one atomic-write helper.
 """
 
@@ -25,11 +27,13 @@ from fairseq_tree.trees.brackets import (
     canonicalize,
     escape_word,
     is_preterminal,
+    labeled_to_brackets,
     parse_brackets,
     parse_tokens,
     plain_word,
     preterminals,
     prune_none,
+    read_parse_trees,
     read_tree_lines,
     read_treebank,
     spans_to_brackets,
@@ -39,7 +43,6 @@ from fairseq_tree.trees.brackets import (
     write_brackets,
 )
 from fairseq_tree.trees.conllu import (
-    DependencyTree,
     arcs_to_heads,
     check_heads,
     conllu_lines,
@@ -48,13 +51,6 @@ from fairseq_tree.trees.conllu import (
     write_conllu,
 )
 from fairseq_tree.trees.io import atomic_copy, atomic_path, atomic_write, atomic_write_text
-from fairseq_tree.trees.parse_tree import (
-    ParseTree,
-    labeled_to_brackets,
-    parse_tree_from_brackets,
-    raw_to_parse_tree,
-    read_parse_trees,
-)
 from fairseq_tree.trees.spans import distances_to_tree, node_heights, tree_to_distances, unlabeled_spans
 from fairseq_tree.trees.sst import NO_CLASS, labelled_tree_from_brackets
 from fairseq_tree.trees.subwords import expand_subwords, merge_subwords

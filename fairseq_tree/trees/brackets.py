@@ -102,10 +102,22 @@ def prune_none(node: RawTree) -> Optional[RawTree]:
     return kept if len(kept) > 1 else None
 
 
-def canonicalize(raw: Sequence[RawTree], unary: str = "lowest") -> Tree:
-    """Turn the raw trees of one line (one or several sentences) into a canonical :class:`Tree`."""
-    if unary not in ("lowest", "highest", "join"):
-        raise ValueError(f"unary must be lowest, highest or join, not {unary!r}")
+def _evalb_top(raw: Sequence[RawTree]) -> RawTree:
+    """The top of the EVALB view: the sentences of a line under one ``ROOT`` (each kept whole), the outer wrapper
+    (``ROOT``/``TOP``/empty) removed over a phrase but kept over a lone preterminal (a bare ``(NN x)`` gets a
+    ``ROOT``), so every sentence has a labeled whole-sentence span."""
+    nodes = [t for t in (prune_none(r) for r in raw) if t is not None]
+    if not nodes:
+        raise TreeFormatError("tree has no words (only empty elements)")
+    top = nodes[0] if len(nodes) == 1 else [ROOT_LABEL] + nodes
+    while top[0] in WRAPPER_LABELS and len(top) == 2 and not isinstance(top[1], str) \
+            and not is_preterminal(top[1]):
+        top = top[1]
+    return [ROOT_LABEL, top] if is_preterminal(top) else top
+
+
+def _canonical_top(raw: Sequence[RawTree]) -> RawTree:
+    """The top of the canonical form: each sentence's outer wrappers removed, several sentences under ``ROOT``."""
     sentences = []
     for t in raw:
         t = prune_none(t)
@@ -117,12 +129,28 @@ def canonicalize(raw: Sequence[RawTree], unary: str = "lowest") -> Tree:
         sentences.append(t)
     if not sentences:
         raise TreeFormatError("tree has no words (only empty elements)")
-    top = sentences[0] if len(sentences) == 1 else [ROOT_LABEL] + sentences
+    return sentences[0] if len(sentences) == 1 else [ROOT_LABEL] + sentences
 
+
+def _chain(unary: str, upper: str, lower: str) -> str:
+    """The label a unary chain keeps: ``lowest``, ``highest`` or ``join`` (``S+VP``, top first)."""
+    return lower if unary == "lowest" else upper if unary == "highest" else upper + "+" + lower
+
+
+def canonicalize(raw: Sequence[RawTree], unary: str = "lowest", one_word: bool = False) -> Tree:
+    """Turn the raw trees of one line (one or several sentences) into a canonical :class:`Tree`.
+
+    ``one_word``: also keep the one-word constituents (``word_phrases``, their chains collapsed by the same
+    ``unary`` rule) with the EVALB view's top (:func:`_evalb_top`); ``unary="join", one_word=True`` is the view
+    the LAL parser is trained on and scored by."""
+    if unary not in ("lowest", "highest", "join"):
+        raise ValueError(f"unary must be lowest, highest or join, not {unary!r}")
+    top = _evalb_top(raw) if one_word else _canonical_top(raw)
     words: List[str] = []
     tags: List[Optional[str]] = []
     labels: List[str] = []
     spans: List[Span] = []
+    phrases: List[Optional[str]] = []
 
     def visit(node: RawTree) -> Tuple[int, int]:
         """Emit words and nodes under ``node`` in post-order; returns the node's half-open span."""
@@ -130,6 +158,7 @@ def canonicalize(raw: Sequence[RawTree], unary: str = "lowest") -> Tree:
             word = node[1]
             words.append(UNESCAPE_WORD.get(word, word))
             tags.append(strip_function_tags(node[0]))
+            phrases.append(None)
             return len(words) - 1, len(words)
         start = len(words)
         n_children = 0
@@ -144,26 +173,24 @@ def canonicalize(raw: Sequence[RawTree], unary: str = "lowest") -> Tree:
         if n_children >= 2:
             labels.append(label)
             spans.append((start, end))
-        elif end - start >= 2:
-            # a unary chain over a phrase: the child's node was the last one emitted
-            if unary == "highest":
-                labels[-1] = label
-            elif unary == "join":
-                labels[-1] = label + "+" + labels[-1]
-        # a unary chain over one word disappears (its POS stays in tags)
+        elif end - start >= 2:  # a unary chain over a phrase: the child's node was the last one emitted
+            labels[-1] = _chain(unary, label, labels[-1])
+        else:  # a unary chain over one word: gone from the canonical form (its POS stays in tags)
+            below = phrases[start]
+            phrases[start] = label if below is None else _chain(unary, label, below)
         return start, end
 
     visit(top)
-    return Tree(words, tags, labels, spans)
+    return Tree(words, tags, labels, spans, phrases if one_word else None)
 
 
-def tree_from_brackets(text: str, unary: str = "lowest") -> Tree:
-    """Read one line (one or several trees) into canonical form."""
-    if unary == "lowest":
+def tree_from_brackets(text: str, unary: str = "lowest", one_word: bool = False) -> Tree:
+    """Read one line (one or several trees) into canonical form (``one_word``: see :func:`canonicalize`)."""
+    if unary == "lowest" and not one_word:
         tree = _one_tree_lowest(text)
         if tree is not None:
             return tree
-    return canonicalize(parse_brackets(text), unary=unary)
+    return canonicalize(parse_brackets(text), unary=unary, one_word=one_word)
 
 
 # one match per (TAG word) preterminal, opening bracket (with its label, maybe empty), closing bracket or other
@@ -231,10 +258,10 @@ def read_tree_lines(path: str, unary: str = "lowest") -> Iterator[Tree]:
                 raise e.at(path, lineno) from None
 
 
-def read_treebank(path: str, unary: str = "lowest") -> Iterator[Tuple[int, Tree]]:
+def read_treebank(path: str, unary: str = "lowest", one_word: bool = False) -> Iterator[Tuple[int, Tree]]:
     """Each top-level bracket of a (possibly multi-line) .mrg file is one sentence.
 
-    Yields ``(line_number_where_the_tree_starts, tree)``.
+    Yields ``(line_number_where_the_tree_starts, tree)``; ``one_word``: see :func:`canonicalize`.
     """
     depth = 0
     tokens: List[str] = []
@@ -254,12 +281,19 @@ def read_treebank(path: str, unary: str = "lowest") -> Iterator[Tuple[int, Tree]
                     if depth == 0:
                         try:
                             raw, _ = parse_tokens(tokens)
-                            yield start_line, canonicalize(raw, unary=unary)
+                            yield start_line, canonicalize(raw, unary=unary, one_word=one_word)
                         except TreeFormatError as e:
                             raise e.at(path, start_line) from None
                         tokens, start_line = [], None
     if tokens:
         raise TreeFormatError(f"unclosed tree at end of file ({depth} open)", path, start_line)
+
+
+def read_parse_trees(path: str) -> Iterator[Tree]:
+    """The EVALB view (``unary="join", one_word=True``) of every sentence of a treebank file: what the LAL
+    parser is trained on and what it is scored against."""
+    for _, tree in read_treebank(path, unary="join", one_word=True):
+        yield tree
 
 
 
@@ -295,6 +329,15 @@ def to_brackets(tree: Tree) -> str:
     """One-line PTB brackets of a canonical tree; ``tree_from_brackets`` inverts it exactly."""
     return bracket_line(preterminals(tree.words, tree.tags),
                         [(s, e, label) for (s, e), label in zip(tree.spans, tree.labels)])
+
+
+def labeled_to_brackets(words: Sequence[str], tags: Sequence[Optional[str]], spans: Iterable[LabeledSpan]) -> str:
+    """One-line PTB brackets of labeled spans of length >= 1 (the EVALB view, ``Tree.labeled_spans(one_word=True)``)
+    with POS preterminals (an empty or None tag written ``X``); joined labels ``S+VP`` become unary chains again;
+    words escaped as the treebank writes them, so ``tree_from_brackets(.., "join", one_word=True)`` reads back the
+    same tree."""
+    leaves = preterminals(words, [tag or "X" for tag in tags])
+    return bracket_line(leaves, [(s, e, part) for s, e, label in spans for part in label.split("+")])
 
 
 def plain_word(word: str) -> str:

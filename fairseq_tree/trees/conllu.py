@@ -1,15 +1,15 @@
 """Dependency trees: heads/arcs helpers, the CoNLL-U reader and the one CoNLL-U writer.
 
-Heads are 1-based with 0 for the root (CoNLL convention); a sentence of n words has n heads.
+Heads are 1-based with 0 for the root (CoNLL convention); a sentence of n words has n heads. A CoNLL-U sentence is
+read as a :class:`~fairseq_tree.trees.tree.Tree` with ``heads`` and ``relations`` and no nodes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_tree.trees.io import atomic_write_text
-from fairseq_tree.trees.tree import TreeFormatError
+from fairseq_tree.trees.tree import Tree, TreeFormatError
 
 
 def heads_to_arcs(heads: Sequence[int]) -> List[Tuple[int, int]]:
@@ -49,21 +49,10 @@ def check_heads(heads: Sequence[int]) -> None:
             cur = heads[cur - 1]
 
 
-@dataclass
-class DependencyTree:
-    """One CoNLL-U sentence: [n] words, tags (XPOS, else UPOS), heads (1-based, 0 root) and relations."""
-
-    words: List[str]
-    tags: List[str]
-    heads: List[int]
-    relations: List[str]
-    line: Optional[int] = None  # where the sentence's first token line is in its file
-
-
-def read_conllu(path: str, trees: bool = True) -> Iterator[DependencyTree]:
-    """CoNLL-U / CoNLL-X sentences (multi-word token and empty-node lines are skipped). ``trees``: every sentence
-    must be a dependency tree (:func:`check_heads`); otherwise heads need only be in range (predicted heads, e.g.
-    per-word argmaxes, may have cycles or several roots)."""
+def read_conllu(path: str, trees: bool = True) -> Iterator[Tree]:
+    """CoNLL-U / CoNLL-X sentences as Trees (words, tags, heads, relations, line; multi-word token and empty-node
+    lines are skipped). ``trees``: every sentence must be a dependency tree (:func:`check_heads`); otherwise heads
+    need only be in range (predicted heads, e.g. per-word argmaxes, may have cycles or several roots)."""
     def finish(rows, lineno):
         heads = [r[2] for r in rows]
         try:
@@ -73,8 +62,8 @@ def read_conllu(path: str, trees: bool = True) -> Iterator[DependencyTree]:
                 raise ValueError(f"head out of range for {len(heads)} words")
         except ValueError as e:
             raise TreeFormatError(str(e), path, lineno) from None
-        return DependencyTree([r[0] for r in rows], [r[1] for r in rows],
-                              [r[2] for r in rows], [r[3] for r in rows], lineno)
+        return Tree([r[0] for r in rows], [r[1] for r in rows], heads=heads, relations=[r[3] for r in rows],
+                    line=lineno)
 
     rows: list = []
     start = None

@@ -26,6 +26,16 @@ Words hold the surface token: ``-LRB-``/``-RRB-``, ``-LCB-``/``-RCB-`` and ``-LS
 read as ``( ) { } [ ]``, and written back as brackets with the same six escapes (:func:`escape_word`), as the
 Penn Treebank writes them: EVALB compares words as written, so a parse of a treebank sentence must spell
 ``{`` as the treebank does (``-LCB-``). Reading and writing are exact inverses. Labels are never unescaped.
+
+The same type carries what the other methods need, each filled only by the reader that has it:
+
+* ``word_phrases`` [n] (the EVALB view, read with ``one_word=True``): the label of the one-word constituent
+  above each word's preterminal (``(NP (PRP it))`` -> ``NP``; a chain joined top first, ``S+VP``), None where
+  there is none. EVALB scores those brackets, so the LAL parser predicts them: :meth:`Tree.labeled_spans` with
+  ``one_word=True`` gives every labeled span of length >= 1 in post-order;
+* ``heads`` [n] (1-based, 0 = root) and ``relations`` [n]: a dependency tree (CoNLL-U in and out,
+  :mod:`.conllu`; the LAL parser's dependency head); a CoNLL-U sentence is a Tree with no nodes;
+* ``line``: where the sentence starts in the file it was read from (for ``FILE:LINE`` messages).
 """
 
 from __future__ import annotations
@@ -68,6 +78,10 @@ class Tree:
     tags: List[Optional[str]]
     labels: List[str] = field(default_factory=list)
     spans: List[Span] = field(default_factory=list)
+    word_phrases: Optional[List[Optional[str]]] = None
+    heads: Optional[List[int]] = None
+    relations: Optional[List[str]] = None
+    line: Optional[int] = None
 
     def __len__(self) -> int:
         return len(self.words)
@@ -82,21 +96,49 @@ class Tree:
 
     # views (the functions live in the modules that import this one, hence the local imports)
     @classmethod
-    def from_brackets(cls, text: str, unary: str = "lowest") -> "Tree":
-        """:func:`~fairseq_tree.trees.brackets.tree_from_brackets`."""
+    def from_brackets(cls, text: str, unary: str = "lowest", one_word: bool = False) -> "Tree":
+        """:func:`~fairseq_tree.trees.brackets.tree_from_brackets` (``one_word``: the EVALB view)."""
         from fairseq_tree.trees.brackets import tree_from_brackets
 
-        return tree_from_brackets(text, unary)
+        return tree_from_brackets(text, unary, one_word)
 
-    def to_brackets(self) -> str:
-        """One line of PTB brackets (:func:`~fairseq_tree.trees.brackets.to_brackets`)."""
-        from fairseq_tree.trees.brackets import to_brackets
+    @classmethod
+    def from_labeled_spans(cls, words: Sequence[str], tags: Sequence[Optional[str]],
+                           spans: Iterable[LabeledSpan], heads: Optional[Sequence[int]] = None,
+                           relations: Optional[Sequence[str]] = None) -> "Tree":
+        """The inverse of ``labeled_spans(one_word=True)``: distinct nested spans of length >= 1 (a parser's
+        output; chains joined ``S+VP``) -> a Tree whose one-word spans are its ``word_phrases``."""
+        n = len(words)
+        phrases: List[Optional[str]] = [None] * n
+        nodes = []
+        for s, e, label in spans:
+            if not 0 <= s < e <= n:
+                raise ValueError(f"span {(s, e)} out of range for {n} words")
+            if e - s == 1:
+                phrases[s] = label
+            else:
+                nodes.append((s, e, label))
+        nodes.sort(key=lambda x: post_order_key(x[:2]))
+        return cls(list(words), list(tags), [x[2] for x in nodes], [(s, e) for s, e, _ in nodes], phrases,
+                   None if heads is None else list(heads), None if relations is None else list(relations))
 
+    def to_brackets(self, one_word: bool = False) -> str:
+        """One line of PTB brackets (:func:`~fairseq_tree.trees.brackets.to_brackets`); ``one_word``: with the
+        EVALB view's one-word constituents, joined chains written as unary chains again."""
+        from fairseq_tree.trees.brackets import labeled_to_brackets, to_brackets
+
+        if one_word:
+            return labeled_to_brackets(self.words, self.tags, self.labeled_spans(one_word=True))
         return to_brackets(self)
 
-    def labeled_spans(self) -> List[LabeledSpan]:
-        """``(start, end, label)`` of every node, post-order. Shape [m]."""
-        return [(s, e, label) for (s, e), label in zip(self.spans, self.labels)]
+    def labeled_spans(self, one_word: bool = False) -> List[LabeledSpan]:
+        """``(start, end, label)`` of every node, post-order. Shape [m]. ``one_word``: the EVALB view, the
+        ``word_phrases`` too (spans of length 1), post-order (a one-word span before the nodes that end with it)."""
+        spans = [(s, e, label) for (s, e), label in zip(self.spans, self.labels)]
+        if not one_word or not self.word_phrases:
+            return spans
+        words = [(j, j + 1, label) for j, label in enumerate(self.word_phrases) if label is not None]
+        return sorted(words + spans, key=lambda x: post_order_key(x[:2]))
 
     def distances(self) -> List[int]:
         """Syntactic distances [n - 1] (:func:`~fairseq_tree.trees.spans.tree_to_distances`)."""
@@ -107,6 +149,14 @@ class Tree:
     def parents(self) -> List[int]:
         """Parent node index of each node (-1 for the root). Shape [m]."""
         return node_parents(self.spans)
+
+    def conllu(self, sent_id: Optional[str] = None) -> List[str]:
+        """The sentence as CoNLL-U lines (:func:`~fairseq_tree.trees.conllu.conllu_lines`); needs ``heads``."""
+        from fairseq_tree.trees.conllu import conllu_lines
+
+        if self.heads is None:
+            raise ValueError("a tree without heads has no CoNLL-U view")
+        return conllu_lines(self.words, self.heads, self.tags, sent_id, relations=self.relations)
 
     def check(self) -> None:
         """Assert the canonical-form invariants; raises ``ValueError`` naming the broken one."""

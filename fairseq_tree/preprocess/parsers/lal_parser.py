@@ -50,7 +50,7 @@ class LALBackend(CheckpointBackend):
 
     def parse_batch(self, items: List[List[str]]) -> List[str]:
         """At most ``batch_size`` word lists -> their brackets: one padded batch [B, max n + 2] through the model."""
-        return [p.brackets() for p in self.parser.parse(items)]
+        return [t.to_brackets(one_word=True) for t in self.parser.parse(items)]
 
 
 __all__ = ["LALBackend"]
