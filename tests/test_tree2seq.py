@@ -263,3 +263,36 @@ def test_tree_flag_defaults_are_the_papers_in_one_place():
             args.no_hierarchical_embeddings, args.tree_mean_without_leaf) == (100, "per-head", True, "path", False,
                                                                               False)
     assert _tree_attention_kwargs(Namespace(hier_embed_size=7, tree_vertical_index="depth"))["max_vertical"] == 7
+
+
+def test_side_channels_refuse_a_missing_or_stale_tree(data_bin):
+    """fairseq_tree/side_channels.py: the decoder's tree is there only inside extract_features (a cross-attention
+    called outside it raises, and the context is empty afterwards); fairseq-interactive's tree side is restored
+    into a bare sample only when its src_tokens are the last collated batch's."""
+    from fairseq_tree.side_channels import InteractiveTrees
+
+    task, model = build(data_bin)
+    model.eval()
+    ds = task.datasets["train"]
+    batch = ds.collater([ds[i] for i in range(4)])
+    with torch.no_grad():
+        enc = model.encoder(**encoder_input(batch))
+        x = torch.zeros(1, 4, model.decoder.embed_dim)
+        with pytest.raises(RuntimeError, match="outside Tree2SeqDecoder.extract_features"):
+            model.decoder.layers[0].encoder_attn(x, enc["encoder_out"][0], enc["encoder_out"][0])
+        model.decoder(batch["net_input"]["prev_output_tokens"], encoder_out=enc)
+    with pytest.raises(RuntimeError):
+        model.decoder.tree_context.tree  # noqa: B018  (emptied after the call)
+
+    channel = InteractiveTrees()
+    channel.add(torch.tensor([4]), torch.tensor([0, 2]))
+    with pytest.raises(RuntimeError, match="2 inputs but 1 trees"):
+        channel.take(2)
+    assert [t.tolist() for t in channel.take(1)[1]] == [[0, 2]]
+    channel.collated(batch)
+    bare = {"src_tokens": batch["net_input"]["src_tokens"].clone(), "src_lengths": batch["net_input"]["src_lengths"]}
+    channel.restore(bare)
+    assert torch.equal(bare["src_spans"], batch["net_input"]["src_spans"])
+    other = {"src_tokens": batch["net_input"]["src_tokens"].flip(0)}
+    with pytest.raises(RuntimeError, match="not the last batch collated"):
+        channel.restore(other)

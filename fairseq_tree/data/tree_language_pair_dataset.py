@@ -39,7 +39,7 @@ class TreeLanguagePairDataset(LanguagePairDataset):
         # the encoder attends over leaves + nodes: batch and filter by that length
         self.src_sizes = self.leaf_sizes + self.node_sizes
         self.sizes = np.vstack((self.src_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None else self.src_sizes
-        self.on_collate = None  # optional callback(batch), used by fairseq-interactive support
+        self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
 
     def __getitem__(self, index):
         item = super().__getitem__(index)

@@ -15,7 +15,6 @@ Defaults follow the paper; the authors' code's choices are flags (``--tree-verti
 """
 
 import math
-from types import SimpleNamespace
 from typing import Dict, List, Optional
 
 import torch
@@ -37,6 +36,7 @@ from torch import Tensor
 from fairseq_tree.hub import FromPretrained
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
+from fairseq_tree.side_channels import TreeContext
 
 # The tree flags' defaults (the paper's settings), in one place: the architectures apply them
 # (:func:`tree_defaults`) and the encoder reads them through :func:`tree_arg`, so a Namespace built by hand (tests,
@@ -207,11 +207,11 @@ class Tree2SeqEncoder(FairseqEncoder):
 class TreeCrossAttention(nn.Module):
     """fairseq's ``encoder_attn`` call signature over :class:`TreeMultiheadAttention`'s cross mode.
 
-    The decoder puts the batch's tree in the shared ``context`` before running its layers; ``key`` is
-    the encoder output ``[leaves; nodes]`` and is split at N. The accumulated encoder side is cached
-    in ``incremental_state`` by the attention itself."""
+    The batch's tree comes from the decoder's :class:`~fairseq_tree.side_channels.TreeContext` (fairseq's layer
+    passes no tree: see :mod:`fairseq_tree.side_channels`); ``key`` is the encoder output ``[leaves; nodes]`` and
+    is split at N. The accumulated encoder side is cached in ``incremental_state`` by the attention itself."""
 
-    def __init__(self, attn: TreeMultiheadAttention, context: SimpleNamespace):
+    def __init__(self, attn: TreeMultiheadAttention, context: TreeContext):
         super().__init__()
         self.attn = attn
         self.context = context
@@ -240,7 +240,8 @@ class Tree2SeqDecoder(TransformerDecoderBase):
     """fairseq's Transformer decoder with tree cross-attention over ``[nodes; leaves]``."""
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
-        context = self.__dict__.setdefault("_tree_context", SimpleNamespace(tree=None))
+        # fairseq's __init__ builds the layers before a subclass' __init__ body runs: the context is made here
+        context = self.__dict__.setdefault("tree_context", TreeContext())
         layer = Tree2SeqDecoderLayer(cfg, context, no_encoder_attn)
         checkpoint = cfg.checkpoint_activations
         if checkpoint:
@@ -250,10 +251,10 @@ class Tree2SeqDecoder(TransformerDecoderBase):
 
     def extract_features_scriptable(self, prev_output_tokens, encoder_out, incremental_state=None,
                                     full_context_alignment=False, alignment_layer=None, alignment_heads=None):
-        self._tree_context.tree = encoder_out["tree"][0] if encoder_out is not None else None
-        return super().extract_features_scriptable(
-            prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
-            alignment_heads)
+        with self.tree_context.holding(encoder_out["tree"][0] if encoder_out is not None else None):
+            return super().extract_features_scriptable(
+                prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
+                alignment_heads)
 
 
 # --------------------------------------------------------------------------------------------------

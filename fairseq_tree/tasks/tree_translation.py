@@ -22,6 +22,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from fairseq_tree.data import TreeLanguagePairDataset
+from fairseq_tree.side_channels import InteractiveTrees
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.trees import expand_subwords, tree_from_brackets
 
@@ -82,8 +83,7 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
         super().__init__(cfg, src_dict, tgt_dict)
         self.label_dict = label_dict
         self._input_parser = None
-        self._inference_trees: list = []
-        self._last_inference_batch = None
+        self._interactive = InteractiveTrees()
 
     @classmethod
     def setup_task(cls, cfg: TreeTranslationConfig, **kwargs):
@@ -130,10 +130,8 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
             check_replica_sync(model, update_num + 1)
 
     # ------------------------------------------------------------------ fairseq-interactive
-    # fairseq-interactive encodes lines with get_interactive_tokens_and_lengths, builds the dataset with
-    # build_dataset_for_inference, collates a batch (synchronously, no workers) and then passes only
-    # src_tokens/src_lengths to inference_step: the tree side of the batch it just collated is added back
-    # there (matched on src_tokens).
+    # fairseq-interactive passes inference_step only src_tokens/src_lengths: the tree side of each batch travels
+    # through an InteractiveTrees (fairseq_tree/side_channels.py says why and how).
     def get_interactive_tokens_and_lengths(self, lines, encode_fn):
         if self._input_parser is None:
             self._input_parser = _TreeInputParser(self.cfg)
@@ -141,34 +139,19 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
         for line in lines:
             tree = self._input_parser(line)
             tokens.append(torch.tensor([self.src_dict.index(w) for w in tree.words], dtype=torch.long))
-            self._inference_trees.append((
-                torch.tensor([self.label_dict.index(x) for x in tree.labels], dtype=torch.long),
-                torch.tensor(tree.flat_spans(), dtype=torch.long)))
+            self._interactive.add(torch.tensor([self.label_dict.index(x) for x in tree.labels], dtype=torch.long),
+                                  torch.tensor(tree.flat_spans(), dtype=torch.long))
         return tokens, [len(t) for t in tokens]
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        if len(self._inference_trees) != len(src_tokens):
-            raise RuntimeError("tree_translation: use get_interactive_tokens_and_lengths to encode inputs")
-        trees, self._inference_trees = self._inference_trees, []
+        nodes, spans = self._interactive.take(len(src_tokens))
         base = super().build_dataset_for_inference(src_tokens, src_lengths, constraints)
-        dataset = TreeLanguagePairDataset(base, _ListDataset([t[0] for t in trees]),
-                                          _ListDataset([t[1] for t in trees]), self.label_dict)
-        dataset.on_collate = self._remember_batch
+        dataset = TreeLanguagePairDataset(base, _ListDataset(nodes), _ListDataset(spans), self.label_dict)
+        dataset.on_collate = self._interactive.collated
         return dataset
 
-    def _remember_batch(self, batch):
-        self._last_inference_batch = batch["net_input"]
-
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
-        net_input = sample["net_input"]
-        if "src_nodes" not in net_input:
-            last = self._last_inference_batch
-            if last is None or not torch.equal(last["src_tokens"].to(net_input["src_tokens"].device),
-                                               net_input["src_tokens"]):
-                raise RuntimeError("tree_translation: the batch has no tree side (src_nodes/src_spans)")
-            device = net_input["src_tokens"].device
-            net_input["src_nodes"] = last["src_nodes"].to(device)
-            net_input["src_spans"] = last["src_spans"].to(device)
+        self._interactive.restore(sample["net_input"])
         return super().inference_step(generator, models, sample, prefix_tokens, constraints)
 
 

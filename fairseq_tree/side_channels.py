@@ -1,0 +1,90 @@
+"""The two places where fairseq's API leaves no argument for the tree, and the side channel each one uses.
+
+Everything else reaches the models through ``net_input`` and ``encoder_out``; only these two do not, and both are
+kept here, documented, with a check that fails loudly instead of using a stale tree.
+
+1. **Decoder -> tree cross-attention** (:class:`TreeContext`). fairseq's ``TransformerDecoderLayerBase.forward``
+   calls ``self.encoder_attn(query=, key=, value=, key_padding_mask=, incremental_state=, static_kv=,
+   need_weights=, need_head_weights=)``: the batch's :class:`~fairseq_tree.modules.tree_structure.TreeStructure`
+   (in ``encoder_out["tree"]``) cannot travel with the call. The tree2seq decoder holds one ``TreeContext``
+   shared by its layers' cross-attentions, fills it from ``encoder_out`` for the duration of one
+   ``extract_features`` call (:meth:`TreeContext.holding`) and empties it afterwards; a cross-attention called
+   outside that window raises. Copying fairseq's decoder-layer ``forward`` to add a ``tree`` argument would
+   avoid the channel at the price of ~100 lines of fairseq code to keep in step.
+
+2. **fairseq-interactive -> inference_step** (:class:`InteractiveTrees`). ``fairseq_cli/interactive.py`` encodes
+   the lines (``task.get_interactive_tokens_and_lengths``), builds a dataset
+   (``task.build_dataset_for_inference``), collates batches from it and then hands ``task.inference_step`` a
+   *new* sample holding only ``src_tokens`` and ``src_lengths``. The task records the trees of the lines it
+   encoded (:meth:`InteractiveTrees.add`), the dataset's collater records each batch's tree side
+   (:meth:`InteractiveTrees.collated`), and ``inference_step`` takes it back (:meth:`InteractiveTrees.restore`)
+   after checking that the sample's ``src_tokens`` are the recorded batch's (interactive collates synchronously,
+   one batch at a time).
+"""
+
+from contextlib import contextmanager
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+
+class TreeContext:
+    """The batch's tree for the tree2seq decoder's cross-attentions (side channel 1 of the module docstring)."""
+
+    def __init__(self):
+        self._tree = None
+
+    @contextmanager
+    def holding(self, tree):
+        """``tree`` (a ``TreeStructure`` or None) is :attr:`tree` inside the ``with`` block only."""
+        self._tree = tree
+        try:
+            yield
+        finally:
+            self._tree = None
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            raise RuntimeError("tree cross-attention called outside Tree2SeqDecoder.extract_features: "
+                               "no tree for this batch (encoder_out['tree'] missing?)")
+        return self._tree
+
+
+class InteractiveTrees:
+    """The tree side of fairseq-interactive's batches (side channel 2 of the module docstring)."""
+
+    def __init__(self):
+        self._pending: List[Tuple[Tensor, Tensor]] = []
+        self._last: Optional[Dict[str, Tensor]] = None
+
+    def add(self, nodes: Tensor, spans: Tensor) -> None:
+        """The tree of one encoded line: node label ids [m] and flat spans [2m], in line order."""
+        self._pending.append((nodes, spans))
+
+    def take(self, count: int) -> Tuple[List[Tensor], List[Tensor]]:
+        """The trees of the ``count`` lines encoded since the last call (those of one dataset)."""
+        if len(self._pending) != count:
+            raise RuntimeError(f"tree_translation: {count} inputs but {len(self._pending)} trees encoded: use "
+                               "task.get_interactive_tokens_and_lengths to encode inputs")
+        pending, self._pending = self._pending, []
+        return [t[0] for t in pending], [t[1] for t in pending]
+
+    def collated(self, batch: dict) -> None:
+        """The collater's callback: remember the batch's ``net_input``."""
+        self._last = batch["net_input"]
+
+    def restore(self, net_input: dict) -> None:
+        """Add ``src_nodes``/``src_spans`` of the remembered batch to ``net_input`` (in place) if missing."""
+        if "src_nodes" in net_input:
+            return
+        last, tokens = self._last, net_input["src_tokens"]
+        if last is None or not torch.equal(last["src_tokens"].to(tokens.device), tokens):
+            raise RuntimeError("tree_translation: the batch has no tree side (src_nodes/src_spans) and is not the "
+                               "last batch collated for fairseq-interactive")
+        net_input["src_nodes"] = last["src_nodes"].to(tokens.device)
+        net_input["src_spans"] = last["src_spans"].to(tokens.device)
+
+
+__all__ = ["TreeContext", "InteractiveTrees"]
