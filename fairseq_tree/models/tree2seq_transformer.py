@@ -15,11 +15,14 @@ Defaults follow the paper; the authors' code's choices are flags (``--tree-verti
 """
 
 import math
+from dataclasses import dataclass, field, fields
 from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
 from fairseq import utils
+from fairseq.dataclass import ChoiceEnum
+from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import FairseqEncoder, register_model, register_model_architecture
 from fairseq.models.transformer import (
@@ -38,54 +41,57 @@ from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
 
-# The tree flags' defaults (the paper's settings), in one place: the architectures apply them
-# (:func:`tree_defaults`) and the encoder reads them through :func:`tree_arg`, so a Namespace built by hand (tests,
-# the tree classifier) or saved before a flag existed gets the same values.
-TREE_DEFAULTS = dict(
-    no_hierarchical_embeddings=False,
-    no_subtree_mask=False,
-    hier_embed_size=DEFAULT_MAX_INDEX,  # |E| of the paper (Section 7.4)
-    tree_vertical_index="path",
-    tree_mean_without_leaf=False,
-    tree_leaf_weights="vector",
-)
+
+@dataclass
+class Tree2SeqConfig(TransformerConfig):
+    """fairseq's :class:`TransformerConfig` plus the tree flags: the one place their defaults (the paper's
+    settings) live. ``add_args`` generates every flag from it; :meth:`from_namespace` (fairseq's) turns a
+    checkpoint's or the command line's Namespace into it, unset tree flags taking these defaults, so a Namespace
+    built by hand (tests) or saved before a flag existed gets the paper's values. Models are still registered on
+    fairseq's legacy route: a ``TransformerConfig`` subclass fails hydra's compose as a model dataclass in this
+    fairseq (``../shared/notes/fairseq_notes.md``)."""
+
+    no_hierarchical_embeddings: bool = field(default=False, metadata={
+        "help": "ablation: no hierarchical embeddings (paper Table 3, -HierEmb)"})
+    no_subtree_mask: bool = field(default=False, metadata={
+        "help": "ablation: node queries see every leaf and node (paper Table 3, -SubMask)"})
+    hier_embed_size: int = field(default=DEFAULT_MAX_INDEX, metadata={
+        "help": "|E|: rows of the vertical and horizontal hierarchical embeddings (paper Section 7.4: 100)"})
+    tree_vertical_index: ChoiceEnum(["path", "depth"]) = field(default="path", metadata={
+        "help": "vertical embedding index: nodes on the path from the leaf (paper) or the node's depth from the "
+                "root (authors' code)"})
+    tree_mean_without_leaf: bool = field(default=False, metadata={
+        "help": "upward mean divides by the number of nodes only, the leaf in the sum but not in the count "
+                "(authors' code); default: the paper's |path| incl. the leaf"})
+    tree_leaf_weights: ChoiceEnum(["vector", "per-head"]) = field(default="vector", metadata={
+        "help": "w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)"})
 
 
-def tree_arg(args, name: str):
-    """``args.<name>``, or its :data:`TREE_DEFAULTS` value when unset (missing or None)."""
-    value = getattr(args, name, None)
-    return TREE_DEFAULTS[name] if value is None else value
+#: the tree flags (the fields Tree2SeqConfig adds to TransformerConfig)
+TREE_FLAGS = tuple(f.name for f in fields(Tree2SeqConfig) if f.name not in {g.name for g in fields(TransformerConfig)})
 
 
-def _tree_attention_kwargs(args) -> dict:
-    size = tree_arg(args, "hier_embed_size")
+def tree_config(args) -> Tree2SeqConfig:
+    """A Namespace (or a config) -> :class:`Tree2SeqConfig`, unset tree flags at their defaults."""
+    return args if isinstance(args, Tree2SeqConfig) else Tree2SeqConfig.from_namespace(args)
+
+
+def _tree_attention_kwargs(cfg: Tree2SeqConfig) -> dict:
+    size = cfg.hier_embed_size
     return dict(
-        hier_embed=not tree_arg(args, "no_hierarchical_embeddings"),
+        hier_embed=not cfg.no_hierarchical_embeddings,
         max_horizontal=size,
         max_vertical=size,
-        vertical_index=tree_arg(args, "tree_vertical_index"),
-        count_leaf_in_mean=not tree_arg(args, "tree_mean_without_leaf"),
-        leaf_weights=tree_arg(args, "tree_leaf_weights").replace("-", "_"),
+        vertical_index=str(cfg.tree_vertical_index),
+        count_leaf_in_mean=not cfg.tree_mean_without_leaf,
+        leaf_weights=str(cfg.tree_leaf_weights).replace("-", "_"),
     )
 
 
-def add_tree_args(parser) -> None:
-    """The tree encoder's flags (ablations of the paper's Table 3, the authors' code's choices); shared by every
-    model built on :class:`Tree2SeqEncoder`."""
-    parser.add_argument("--no-hierarchical-embeddings", action="store_true",
-                        help="ablation: no hierarchical embeddings (paper Table 3, -HierEmb)")
-    parser.add_argument("--no-subtree-mask", action="store_true",
-                        help="ablation: node queries see every leaf and node (paper Table 3, -SubMask)")
-    parser.add_argument("--hier-embed-size", type=int, metavar="E",
-                        help="|E|: rows of the vertical and horizontal hierarchical embeddings (paper: 100)")
-    parser.add_argument("--tree-vertical-index", choices=["path", "depth"],
-                        help="vertical embedding index: nodes on the path from the leaf (paper) or the "
-                             "node's depth from the root (authors' code)")
-    parser.add_argument("--tree-mean-without-leaf", action="store_true",
-                        help="upward mean divides by the number of nodes only, the leaf in the sum but "
-                             "not in the count (authors' code); default: the paper's |path| incl. the leaf")
-    parser.add_argument("--tree-leaf-weights", choices=["vector", "per-head"],
-                        help="w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)")
+def add_tree2seq_args(parser) -> None:
+    """Every flag of :class:`Tree2SeqConfig` (fairseq's Transformer flags and the tree flags), without defaults
+    so that the architectures can set theirs (fairseq's ``TransformerModel.add_args`` convention)."""
+    gen_parser_from_dataclass(parser, Tree2SeqConfig(), delete_default=True, with_prefix="")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -95,20 +101,20 @@ def add_tree_args(parser) -> None:
 class Tree2SeqEncoderLayer(nn.Module):
     """Tree self-attention + position-wise FFN, post-LN (paper, default) or pre-LN (``--encoder-normalize-before``)."""
 
-    def __init__(self, args):
+    def __init__(self, cfg: Tree2SeqConfig):
         super().__init__()
-        d = args.encoder_embed_dim
-        self.normalize_before = args.encoder_normalize_before
+        d = cfg.encoder.embed_dim
+        self.normalize_before = cfg.encoder.normalize_before
         self.self_attn = TreeMultiheadAttention(
-            d, args.encoder_attention_heads, dropout=args.attention_dropout, self_attention=True,
-            subtree_mask=not tree_arg(args, "no_subtree_mask"), **_tree_attention_kwargs(args))
+            d, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
+            subtree_mask=not cfg.no_subtree_mask, **_tree_attention_kwargs(cfg))
         self.self_attn_layer_norm = LayerNorm(d)
-        self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
-        self.activation_fn = utils.get_activation_fn(activation=getattr(args, "activation_fn", "relu"))
+        self.dropout_module = FairseqDropout(cfg.dropout, module_name=self.__class__.__name__)
+        self.activation_fn = utils.get_activation_fn(activation=str(cfg.activation_fn))
         self.activation_dropout_module = FairseqDropout(
-            float(getattr(args, "activation_dropout", 0) or 0), module_name=self.__class__.__name__)
-        self.fc1 = nn.Linear(d, args.encoder_ffn_embed_dim)
-        self.fc2 = nn.Linear(args.encoder_ffn_embed_dim, d)
+            float(cfg.activation_dropout or 0), module_name=self.__class__.__name__)
+        self.fc1 = nn.Linear(d, cfg.encoder.ffn_embed_dim)
+        self.fc2 = nn.Linear(cfg.encoder.ffn_embed_dim, d)
         self.final_layer_norm = LayerNorm(d)
 
     def forward(self, x: Tensor, tree: TreeStructure, need_head_weights: bool = False):
@@ -134,21 +140,23 @@ class Tree2SeqEncoder(FairseqEncoder):
     """Encodes ``[leaves; nodes]``. ``encoder_out['encoder_out'][0]`` is [N + M, B, C] (leaves first),
     ``encoder_out['tree'][0]`` the batch's :class:`TreeStructure` (for the decoder and reordering)."""
 
-    def __init__(self, args, dictionary, label_dictionary, embed_tokens, embed_labels):
+    def __init__(self, cfg, dictionary, label_dictionary, embed_tokens, embed_labels):
+        """cfg: a :class:`Tree2SeqConfig` (or a Namespace, converted by :func:`tree_config`)."""
         super().__init__(dictionary)
+        cfg = tree_config(cfg)
         self.label_dictionary = label_dictionary
         d = embed_tokens.embedding_dim
         self.padding_idx = embed_tokens.padding_idx
         self.label_padding_idx = embed_labels.padding_idx
-        self.max_source_positions = args.max_source_positions
+        self.max_source_positions = cfg.max_source_positions
         self.embed_tokens, self.embed_labels = embed_tokens, embed_labels
-        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
-        self.embed_positions = None if args.no_token_positional_embeddings else PositionalEmbedding(
-            args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos)
-        self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
-        self.layers = nn.ModuleList([Tree2SeqEncoderLayer(args) for _ in range(args.encoder_layers)])
-        self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
-        self.max_hier_index = tree_arg(args, "hier_embed_size")
+        self.embed_scale = 1.0 if cfg.no_scale_embedding else math.sqrt(d)
+        self.embed_positions = None if cfg.no_token_positional_embeddings else PositionalEmbedding(
+            cfg.max_source_positions, d, self.padding_idx, learned=cfg.encoder.learned_pos)
+        self.dropout_module = FairseqDropout(cfg.dropout, module_name=self.__class__.__name__)
+        self.layers = nn.ModuleList([Tree2SeqEncoderLayer(cfg) for _ in range(cfg.encoder.layers)])
+        self.layer_norm = LayerNorm(d) if cfg.encoder.normalize_before else None
+        self.max_hier_index = cfg.hier_embed_size
 
     def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
         return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),
@@ -267,8 +275,7 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
 
     @staticmethod
     def add_args(parser):
-        TransformerModel.add_args(parser)
-        add_tree_args(parser)
+        add_tree2seq_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
@@ -291,8 +298,8 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
             enc_emb = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
             dec_emb = cls.build_embedding(args, tgt_dict, args.decoder_embed_dim, args.decoder_embed_path)
         label_emb = cls.build_embedding(args, label_dict, args.encoder_embed_dim)
-        encoder = Tree2SeqEncoder(args, src_dict, label_dict, enc_emb, label_emb)
-        cfg = TransformerConfig.from_namespace(args)
+        cfg = Tree2SeqConfig.from_namespace(args)
+        encoder = Tree2SeqEncoder(cfg, src_dict, label_dict, enc_emb, label_emb)
         decoder = Tree2SeqDecoder(cfg, tgt_dict, dec_emb, no_encoder_attn=cfg.no_cross_attention)
         return cls(args, encoder, decoder)
 
@@ -311,9 +318,11 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
 # --------------------------------------------------------------------------------------------------
 
 def tree_defaults(args) -> None:
-    """Set the :func:`add_tree_args` flags left unset to :data:`TREE_DEFAULTS` (the paper's settings)."""
-    for name in TREE_DEFAULTS:
-        setattr(args, name, tree_arg(args, name))
+    """Set the tree flags left unset (missing or None) to :class:`Tree2SeqConfig`'s defaults (the paper's)."""
+    defaults = Tree2SeqConfig()
+    for name in TREE_FLAGS:
+        if getattr(args, name, None) is None:
+            setattr(args, name, getattr(defaults, name))
 
 
 @register_model_architecture("tree2seq", "tree2seq")

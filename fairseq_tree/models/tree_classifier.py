@@ -28,12 +28,12 @@ from fairseq.models.transformer import TransformerEncoder, TransformerModel, bas
 from torch import Tensor
 
 from fairseq_tree.hub import FromPretrained
-from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree_args, tree_defaults
+from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree2seq_args, tree_defaults
 from fairseq_tree.modules.tree_structure import TreeStructure
 
 
-def add_classifier_args(parser) -> None:
-    TransformerModel.add_args(parser)  # the encoder flags (decoder flags are accepted and unused)
+def add_head_args(parser) -> None:
+    """The classification head's flags (the encoder's come from its model: decoder flags are accepted, unused)."""
     parser.add_argument("--pooler-dropout", type=float, metavar="D",
                         help="dropout in the classification head (default: --dropout)")
     parser.add_argument("--pooler-activation-fn", metavar="FN", help="activation of the head's dense layer (tanh)")
@@ -72,8 +72,8 @@ class TreeClassifierModel(FromPretrained, BaseFairseqModel):
 
     @staticmethod
     def add_args(parser):
-        add_classifier_args(parser)
-        add_tree_args(parser)
+        add_tree2seq_args(parser)
+        add_head_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
@@ -118,7 +118,8 @@ class TransformerClassifierModel(FromPretrained, BaseFairseqModel):
 
     @staticmethod
     def add_args(parser):
-        add_classifier_args(parser)
+        TransformerModel.add_args(parser)
+        add_head_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
