@@ -1,7 +1,8 @@
-"""The two places where fairseq's API leaves no argument for the tree, and the side channel each one uses.
+"""The places where fairseq's API leaves no argument for the tree, and the side channel each one uses.
 
-Everything else reaches the models through ``net_input`` and ``encoder_out``; only these two do not, and both are
-kept here, documented, with a check that fails loudly instead of using a stale tree.
+Everything else reaches the models through ``net_input`` and ``encoder_out``; only these do not, and they are
+kept here (or, for the third, named here), documented, with a check that fails loudly instead of using a stale
+value.
 
 1. **Decoder -> tree cross-attention** (:class:`TreeContext`). fairseq's ``TransformerDecoderLayerBase.forward``
    calls ``self.encoder_attn(query=, key=, value=, key_padding_mask=, incremental_state=, static_kv=,
@@ -20,6 +21,11 @@ kept here, documented, with a check that fails loudly instead of using a stale t
    (:meth:`InteractiveTrees.collated`), and ``inference_step`` takes it back (:meth:`InteractiveTrees.restore`)
    after checking that the sample's ``src_tokens`` are the recorded batch's (interactive collates synchronously,
    one batch at a time).
+
+3. **build_model -> build_encoder** (``Tree2SeqModel.build_model``). fairseq's ``TransformerModelBase.build_model``
+   builds the token embeddings (sharing them, with its checks) and calls ``cls.build_encoder(cfg, src_dict,
+   embed_tokens)``: no task, so no node-label dictionary. ``Tree2SeqModel.build_model`` sets
+   ``cfg.label_dictionary`` on the config it builds for that one call and deletes it afterwards.
 """
 
 from contextlib import contextmanager

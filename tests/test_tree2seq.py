@@ -306,3 +306,14 @@ def test_side_channels_refuse_a_missing_or_stale_tree(data_bin):
     other = {"src_tokens": batch["net_input"]["src_tokens"].flip(0)}
     with pytest.raises(RuntimeError, match="not the last batch collated"):
         channel.restore(other)
+
+
+def test_build_model_is_fairseqs_with_its_checks(data_bin):
+    """Tree2SeqModel.build_model runs fairseq's TransformerModelBase.build_model (its embedding checks included:
+    the old copy had dropped the --decoder-embed-path one) and leaves no label dictionary on the config."""
+    with pytest.raises(ValueError, match="not compatible with --decoder-embed-path"):
+        build(data_bin, "--decoder-embed-path", "/nonexistent.vec")
+    task, model = build(data_bin)
+    assert not hasattr(model.args, "label_dictionary")
+    assert model.encoder.embed_tokens is model.decoder.embed_tokens  # --share-all-embeddings
+    assert model.encoder.embed_labels.num_embeddings == len(task.label_dictionary)

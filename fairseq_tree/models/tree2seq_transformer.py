@@ -279,29 +279,27 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        """fairseq's ``TransformerModelBase.build_model`` (embedding sharing and its checks, layers to keep,
+        activation offloading) on :class:`Tree2SeqConfig`, through the :meth:`build_encoder` and
+        :meth:`build_decoder` hooks. The hook gets no task: the label dictionary rides on the config for the
+        duration of the call (side channel 3 of :mod:`fairseq_tree.side_channels`)."""
         tree2seq_base(args)
-        if getattr(args, "max_source_positions", None) is None:
-            args.max_source_positions = 1024
-        if getattr(args, "max_target_positions", None) is None:
-            args.max_target_positions = 1024
-        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        label_dict = task.label_dictionary
-        if args.share_all_embeddings:
-            if src_dict != tgt_dict:
-                raise ValueError("--share-all-embeddings requires a joined dictionary")
-            if args.encoder_embed_dim != args.decoder_embed_dim:
-                raise ValueError("--share-all-embeddings requires encoder-embed-dim == decoder-embed-dim")
-            enc_emb = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
-            dec_emb = enc_emb
-            args.share_decoder_input_output_embed = True
-        else:
-            enc_emb = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
-            dec_emb = cls.build_embedding(args, tgt_dict, args.decoder_embed_dim, args.decoder_embed_path)
-        label_emb = cls.build_embedding(args, label_dict, args.encoder_embed_dim)
         cfg = Tree2SeqConfig.from_namespace(args)
-        encoder = Tree2SeqEncoder(cfg, src_dict, label_dict, enc_emb, label_emb)
-        decoder = Tree2SeqDecoder(cfg, tgt_dict, dec_emb, no_encoder_attn=cfg.no_cross_attention)
-        return cls(args, encoder, decoder)
+        cfg.label_dictionary = task.label_dictionary
+        try:
+            return super(TransformerModel, cls).build_model(cfg, task)
+        finally:
+            del cfg.label_dictionary
+
+    @classmethod
+    def build_encoder(cls, cfg: Tree2SeqConfig, src_dict, embed_tokens):
+        """The tree encoder, its node-label embedding built here (after fairseq's token embeddings)."""
+        embed_labels = cls.build_embedding(cfg, cfg.label_dictionary, cfg.encoder.embed_dim)
+        return Tree2SeqEncoder(cfg, src_dict, cfg.label_dictionary, embed_tokens, embed_labels)
+
+    @classmethod
+    def build_decoder(cls, cfg: Tree2SeqConfig, tgt_dict, embed_tokens):
+        return Tree2SeqDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, src_nodes=None, src_spans=None,
                 return_all_hiddens: bool = True, features_only: bool = False,
