@@ -16,6 +16,10 @@ ROWS = [  # (run directory, description, paper SST-5, paper SST-2)
     ("tree_nohier_nosubmask", "  -HierEmb -SubMask", 45.0, None),
     ("transformer", "`transformer_classifier_tiny`, sentences", 37.6, 74.8),
     ("transformer_phrases", "`transformer_classifier_tiny`, every phrase a sample (Tai et al.)", None, None),
+    # diagnostics (not in the paper)
+    ("tree_rootonly", "`tree_classifier_tiny`, sentence label only (`--root-only`)", None, None),
+    ("tree_warmup2k", "`tree_classifier_tiny`, 2,000 warmup updates", None, None),
+    ("tree_nosubmask_warmup2k", "  -SubMask, 2,000 warmup updates", None, None),
 ]
 
 

@@ -6,6 +6,8 @@
 #
 #   scripts/train_sst.sh [SHARED=../shared] [WORK=work/sst]
 #   env: TASKS="sst5 sst2", RUNS="tree transformer transformer_phrases tree_nohier tree_nosubmask tree_nohier_nosubmask",
+#        (diagnostics, not in the default RUNS: tree_rootonly = the tree classifier trained on the sentence label
+#        only; tree_warmup2k, tree_nosubmask_warmup2k = 2,000 warmup updates instead of the paper's 8,000)
 #        SEEDS="1 2 3" (tree and baselines), ABLATION_SEEDS="1", UPDATES=15000, WARMUP=8000, JOBS=2 (runs at once,
 #        one thread each), DEVICE=cpu|cuda, EXTRA="..." (more fairseq-train flags)
 #
@@ -45,7 +47,7 @@ done
 # 2. one run: fairseq-train (resumes), then the dev set through fairseq-tree-classify. (set -e does not act
 #    inside a function called before ||: every step returns on failure itself.)
 run() {
-  local T=$1 R=$2 S=$3 ARCH FLAGS=""
+  local T=$1 R=$2 S=$3 ARCH FLAGS="" W=$WARMUP
   local D=$WORK/$T/$R/s$S
   [ -f "$D/dev.json" ] && return 0
   mkdir -p "$D"
@@ -54,6 +56,9 @@ run() {
     tree_nohier) ARCH=tree_classifier_tiny; FLAGS="--no-hierarchical-embeddings" ;;
     tree_nosubmask) ARCH=tree_classifier_tiny; FLAGS="--no-subtree-mask" ;;
     tree_nohier_nosubmask) ARCH=tree_classifier_tiny; FLAGS="--no-hierarchical-embeddings --no-subtree-mask" ;;
+    tree_rootonly) ARCH=tree_classifier_tiny; FLAGS="--root-only" ;;
+    tree_warmup2k) ARCH=tree_classifier_tiny; W=2000 ;;
+    tree_nosubmask_warmup2k) ARCH=tree_classifier_tiny; FLAGS="--no-subtree-mask"; W=2000 ;;
     transformer) ARCH=transformer_classifier_tiny; FLAGS="--root-only" ;;
     transformer_phrases) ARCH=transformer_classifier_tiny; FLAGS="--root-only --phrase-samples" ;;
     *) echo "unknown run $R" >&2; return 1 ;;
@@ -61,7 +66,7 @@ run() {
   local DEV_FLAG=""
   [ "$DEVICE" = cpu ] && DEV_FLAG="--cpu"
   fairseq-train "$WORK/data-bin/$T" --user-dir "$REPO/fairseq_tree" --task tree_classification --arch "$ARCH" $FLAGS \
-    --optimizer adam --adam-betas '(0.9,0.98)' --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" \
+    --optimizer adam --adam-betas '(0.9,0.98)' --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates "$W" \
     --warmup-init-lr 1e-7 --dropout 0.5 --max-tokens 2048 --max-update "$UPDATES" --seed "$S" $DEV_FLAG \
     --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric --no-epoch-checkpoints \
     --num-workers 0 --log-format simple --log-interval 100 --save-dir "$D" $EXTRA >> "$D/train.log" 2>&1 || return 1  # appends: a resumed run keeps its history
@@ -73,9 +78,9 @@ run() {
 
 for T in $TASKS; do
   for R in $RUNS; do
-    case $R in tree_no*) SS=$ABLATION_SEEDS ;; *) SS=$SEEDS ;; esac
+    case $R in tree_no*|tree_rootonly|tree_warmup*) SS=$ABLATION_SEEDS ;; *) SS=$SEEDS ;; esac
     for S in $SS; do
-      [ "$T" = sst2 ] && case $R in tree_no*) continue ;; esac   # Table 3 ablates on SST-5 only
+      [ "$T" = sst2 ] && case $R in tree_no*|tree_rootonly|tree_warmup*) continue ;; esac   # SST-5 only, as Table 3
       while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
       { run "$T" "$R" "$S" || echo "== $T $R seed $S FAILED: see $WORK/$T/$R/s$S/train.log" >&2; } &
     done
