@@ -1,13 +1,25 @@
 #!/usr/bin/env python
-"""tree2seq vs fairseq's own transformer of identical size, on the same batches, in one run.
+"""tree2seq vs fairseq's own transformer, on the same batches, in one run.
 
-    python scripts/bench_tree2seq.py [--quick] [--arch tree2seq_iwslt_de_en] [--device cpu|cuda]
+    python scripts/bench_tree2seq.py [--quick] [--arch tree2seq_iwslt_de_en] [--device cpu|cuda] [--fp16]
+                                     [--trees ptb,random] [--tokens 2048]
 
-For each source length n (8..256; random binary trees, so m = n - 1 nodes: the encoder of tree2seq
-attends over 2n - 1 positions): train-step time (forward + backward + Adam step) and tokens/s at about
-``--tokens`` target tokens per batch, peak activation memory of one train step (CUDA: the allocator's
-peak; CPU: peak RSS growth of a fresh process per measurement), then beam-5 decoding speed.
-Ratios are tree2seq / transformer. The last line is ``key=value`` pairs (at the longest length).
+Two baselines, both fairseq's ``transformer`` with the tree2seq arch's sizes:
+
+* **same-size** (``tf``): the same source leaves and targets; the tree's nodes are simply absent;
+* **positions-matched** (``pm``): a source of n + m tokens per sentence (as many encoder positions as
+  tree2seq's leaves + nodes), same targets: what is left of the ratio against it is the tree machinery's own
+  cost (accumulation, hierarchical embeddings, structure, masks), not the longer encoder sequence.
+
+Trees: ``random`` binary trees (m = n - 1, the worst case), or ``ptb``: real parse trees, the PTB sample's
+(``../shared/data/ptb_sample/train.mrg``, or ``--ptb FILE``) with BPE subtrees (subword-nmt, 2,000 merges
+learned on its words), consecutive trees joined under a ``ROOT`` until n leaves are reached (so m is about
+0.7 n, as in the demo's data-bin). For each tree kind and source length n (8..256): train-step time
+(forward + backward + Adam step, median of ``--steps``) at about ``--tokens`` target tokens per batch, peak
+memory of one train step (CUDA: the allocator's peak; CPU: peak RSS growth of a fresh process), then beam-5
+decoding speed. Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at the longest length of
+the first tree kind: ``time_ratio``/``memory_ratio`` (same-size), ``time_ratio_pm``/``memory_ratio_pm``
+(positions-matched), ``decode_ratio``/``decode_ratio_pm``, and means over lengths.
 """
 
 import argparse
@@ -57,32 +69,102 @@ def build(kind: str, data: Path, arch: str, device: str):
     return task, task.build_model(args).to(device)
 
 
-def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int):
+def learn_ptb_pool(ptb: Path, work: Path) -> Path:
+    """BPE codes (2,000 merges) learned on the PTB sample's words, saved in ``work``; returns their path."""
+    import io
+
+    from subword_nmt.learn_bpe import learn_bpe
+
+    from fairseq_tree.trees import read_treebank
+
+    codes = work / "ptb.codes"
+    if not codes.exists():
+        words = "\n".join(" ".join(t.words) for _, t in read_treebank(str(ptb)))
+        out = io.StringIO()
+        learn_bpe(io.StringIO(words), out, 2000)
+        codes.write_text(out.getvalue())
+    return codes
+
+
+def ptb_pool(ptb: Path, codes: Path) -> list:
+    """The PTB sample's trees with BPE subtrees: a list of (n, spans [m, 2] long)."""
+    from fairseq_tree.preprocess.bpe import Segmenter
+    from fairseq_tree.trees import expand_subwords, read_treebank
+
+    segment = Segmenter(str(codes))
+    pool = []
+    for _, t in read_treebank(str(ptb)):
+        t = expand_subwords(t, segment)
+        pool.append((len(t.words), torch.tensor(t.spans, dtype=torch.long).view(-1, 2)))
+    return pool
+
+
+def joined_tree(pool: list, start: int, n: int):
+    """Consecutive pool trees from ``start`` under one ROOT until >= n leaves -> (leaves, spans [m, 2])."""
+    parts, total, k = [], 0, start
+    while total < n:
+        length, spans = pool[k % len(pool)]
+        parts.append(spans + total)
+        total += length
+        k += 1
+    if len(parts) > 1:
+        parts.append(torch.tensor([[0, total]]))
+    return total, torch.cat(parts)
+
+
+def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int, pool=None):
+    """-> (net, tree, pm, tgt): fairseq's net_input for tree2seq and the same-size transformer (src [B, N],
+    right-padded; prev_output_tokens [B, n]), the tree side (src_nodes [B, M], src_spans [B, M, 2]), the
+    positions-matched transformer's net_input (src [B, max(n_b + m_b)]) and targets [B, n]."""
     from fairseq_tree.trees import distances_to_tree
 
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, vocab, (bsz, n), generator=g)
+    pad = 1
+    if pool is None:  # random binary trees over exactly n leaves
+        trees = [(n, torch.tensor(distances_to_tree(torch.rand(n - 1, generator=g).tolist()), dtype=torch.long)
+                  .view(-1, 2)) for _ in range(bsz)] if n > 1 else [(n, torch.zeros(0, 2, dtype=torch.long))] * bsz
+    else:
+        trees = [joined_tree(pool, int(torch.randint(len(pool), (1,), generator=g)), n) for _ in range(bsz)]
+    N, M = max(t[0] for t in trees), max(len(t[1]) for t in trees)
+    P = max(t[0] + len(t[1]) for t in trees)
+    src = torch.full((bsz, N), pad)
+    spans = torch.zeros(bsz, M, 2, dtype=torch.long)
+    nodes = torch.full((bsz, M), pad)
+    pm = torch.full((bsz, P), pad)
+    for b, (length, sp) in enumerate(trees):
+        src[b, :length] = torch.randint(4, vocab, (length,), generator=g)
+        spans[b, :len(sp)] = sp
+        nodes[b, :len(sp)] = torch.randint(4, labels, (len(sp),), generator=g)
+        pm[b, :length + len(sp)] = torch.randint(4, vocab, (length + len(sp),), generator=g)
+    lengths = torch.tensor([t[0] for t in trees])
     tgt = torch.randint(4, vocab, (bsz, n), generator=g)
     prev = torch.cat([torch.full((bsz, 1), 2), tgt[:, :-1]], 1)
-    spans = torch.stack([torch.tensor(distances_to_tree(torch.rand(n - 1, generator=g).tolist()), dtype=torch.long)
-                         .view(-1, 2) for _ in range(bsz)]) if n > 1 else torch.zeros(bsz, 0, 2, dtype=torch.long)
-    nodes = torch.randint(4, labels, (bsz, spans.size(1)), generator=g)
-    net = {"src_tokens": src, "src_lengths": torch.full((bsz,), n), "prev_output_tokens": prev}
-    tree = {"src_nodes": nodes, "src_spans": spans}
     to = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-    return to(net), to(tree), tgt.to(device)
+    net = {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev}
+    pm_net = {"src_tokens": pm, "src_lengths": torch.tensor([t[0] + len(t[1]) for t in trees]),
+              "prev_output_tokens": prev}
+    return to(net), to({"src_nodes": nodes, "src_spans": spans}), to(pm_net), tgt.to(device)
 
 
-def train_steps(model, net, tree, tgt, steps: int, device: str) -> float:
+def autocast(device: str, amp: str):
+    """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
+    return torch.autocast("cuda", dtype=dtype, enabled=dtype is not None and device == "cuda")
+
+
+def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
+    """Median seconds of ``steps`` train steps (forward, backward, Adam) after one warm-up step. ``tree``: the
+    tree side for tree2seq (None for a transformer)."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     model.train()
-    kw = dict(net, **tree) if hasattr(model.encoder, "build_tree") else net
+    kw = dict(net, **tree) if tree is not None else net
     times = []
     for i in range(steps + 1):
         if device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        out, _ = model(**kw)
+        with autocast(device, amp):
+            out, _ = model(**kw)
         loss = torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -95,43 +177,63 @@ def train_steps(model, net, tree, tgt, steps: int, device: str) -> float:
     return times[len(times) // 2] if times else float("nan")
 
 
-def peak_memory_mb(kind, data, arch, n, bsz, vocab, labels, device) -> float:
+KINDS = {"tree2seq": "tree2seq", "tf": "transformer", "pm": "transformer"}  # run -> model
+
+
+def run_inputs(run: str, batch):
+    """The (net_input, tree side) a run trains on: tree2seq the tree, tf the leaves, pm n + m tokens."""
+    net, tree, pm, _ = batch
+    return {"tree2seq": (net, tree), "tf": (net, None), "pm": (pm, None)}[run]
+
+
+def peak_memory_mb(run: str, spec: list, device: str, amp: str, models) -> float:
     """Peak extra memory of one train step: CUDA allocator peak, or RSS growth in a fresh process."""
     if device == "cuda":
-        task, model = build(kind, data, arch, device)
-        net, tree, tgt = make_batch(n, bsz, vocab, labels, device, seed=1)
-        train_steps(model, net, tree, tgt, 0, device)  # allocate optimizer state first
+        batch = batch_from_spec(spec, device)
+        _, model = models[KINDS[run]]
+        net, tree = run_inputs(run, batch)
+        train_steps(model, net, tree, batch[3], 0, device, amp)  # allocate optimizer state first
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        train_steps(model, net, tree, tgt, 0, device)
+        train_steps(model, net, tree, batch[3], 0, device, amp)
         return (torch.cuda.max_memory_allocated() - base) / 2**20
-    out = subprocess.run([sys.executable, __file__, "--_memory-child", json.dumps(
-        [kind, str(data), arch, n, bsz, vocab, labels])], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, __file__, "--_memory-child", json.dumps([run] + spec)],
+                         capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def _memory_child(spec):
-    kind, data, arch, n, bsz, vocab, labels = json.loads(spec)
-    task, model = build(kind, Path(data), arch, "cpu")
-    net, tree, tgt = make_batch(n, bsz, vocab, labels, "cpu", seed=1)
-    train_steps(model, net, tree, tgt, 0, "cpu")  # optimizer state + allocator warm
+def batch_from_spec(spec: list, device: str):
+    """spec = [data, arch, n, bsz, vocab, labels, seed, ptb codes or None, ptb file] -> make_batch(...)."""
+    _, _, n, bsz, vocab, labels, seed, codes, ptb = spec
+    pool = ptb_pool(Path(ptb), Path(codes)) if codes else None
+    return make_batch(n, bsz, vocab, labels, device, seed, pool)
+
+
+def _memory_child(spec_json):
+    run, *spec = json.loads(spec_json)
+    _, model = build(KINDS[run], Path(spec[0]), spec[1], "cpu")
+    batch = batch_from_spec(spec, "cpu")
+    net, tree = run_inputs(run, batch)
+    train_steps(model, net, tree, batch[3], 0, "cpu")  # optimizer state + allocator warm
     with open("/proc/self/statm") as f:
         base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    train_steps(model, net, tree, tgt, 0, "cpu")
+    train_steps(model, net, tree, batch[3], 0, "cpu")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(max(peak - base, 0) / 2**20)
 
 
-def decode_speed(task, model, n, bsz, vocab, labels, device) -> float:
+def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float:
+    """Beam-5 sentences/s on ``batch``'s sources, exactly n target tokens each."""
     from fairseq.dataclass.configs import GenerationConfig
 
-    net, tree, _ = make_batch(n, bsz, vocab, labels, device, seed=2)
+    net, tree = batch
+    n = net["prev_output_tokens"].size(1)
     gen = task.build_generator([model], GenerationConfig(beam=5, max_len_a=0, max_len_b=n, min_len=n))
     model.eval()
-    inp = dict(net, **tree) if hasattr(model.encoder, "build_tree") else dict(net)
+    inp = dict(net, **tree) if tree_side else dict(net)
     inp.pop("prev_output_tokens")
-    with torch.no_grad():
+    with torch.no_grad(), autocast(device, amp):
         gen.generate([model], {"net_input": inp})  # warm-up
         if device == "cuda":
             torch.cuda.synchronize()
@@ -139,60 +241,111 @@ def decode_speed(task, model, n, bsz, vocab, labels, device) -> float:
         gen.generate([model], {"net_input": inp})
         if device == "cuda":
             torch.cuda.synchronize()
-    return bsz / (time.perf_counter() - t0)
+    return net["src_tokens"].size(0) / (time.perf_counter() - t0)
+
+
+def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels, device, amp, codes, ptb, quick):
+    """One tree kind: a table per length and the decoding line; returns the rows and decoding speeds."""
+    print(f"\n== {kind} trees ({'m = n - 1' if kind == 'random' else 'PTB sample + BPE subtrees'})")
+    print(f"{'n':>5} {'m/n':>5} {'bsz':>4} | {'step ms: tree':>13} {'tf':>7} {'pm':>7} {'/tf':>5} {'/pm':>5} | "
+          f"{'peak MB: tree':>13} {'tf':>7} {'pm':>7} {'/tf':>5} {'/pm':>5}")
+    rows = []
+    warm = batch_from_spec([str(data), arch, lengths[0], max(1, tokens // lengths[0]), vocab, labels, 9,
+                            str(codes) if kind == "ptb" else None, str(ptb)], device)
+    for run in KINDS:  # first calls pay for lazy initialisation: not part of any timing
+        train_steps(models[KINDS[run]][1], *run_inputs(run, warm), warm[3], 2, device, amp)
+    for n in lengths:
+        bsz = max(1, tokens // n)
+        spec = [str(data), arch, n, bsz, vocab, labels, 0, str(codes) if kind == "ptb" else None, str(ptb)]
+        batch = batch_from_spec(spec, device)
+        m_over_n = batch[1]["src_spans"].size(1) and float(
+            (batch[1]["src_nodes"] != 1).sum() / (batch[0]["src_tokens"] != 1).sum())
+        t = {run: train_steps(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], steps, device, amp)
+             for run in KINDS}
+        mem = {run: peak_memory_mb(run, spec, device, amp, models) for run in KINDS}
+        row = dict(n=n, bsz=bsz, m_over_n=m_over_n, t=t, mem=mem,
+                   time_ratio=t["tree2seq"] / t["tf"], time_ratio_pm=t["tree2seq"] / t["pm"],
+                   memory_ratio=mem["tree2seq"] / max(mem["tf"], 1e-6),
+                   memory_ratio_pm=mem["tree2seq"] / max(mem["pm"], 1e-6))
+        rows.append(row)
+        print(f"{n:5d} {m_over_n:5.2f} {bsz:4d} | {t['tree2seq'] * 1e3:13.1f} {t['tf'] * 1e3:7.1f} "
+              f"{t['pm'] * 1e3:7.1f} {row['time_ratio']:5.2f} {row['time_ratio_pm']:5.2f} | "
+              f"{mem['tree2seq']:13.1f} {mem['tf']:7.1f} {mem['pm']:7.1f} {row['memory_ratio']:5.2f} "
+              f"{row['memory_ratio_pm']:5.2f}")
+    dn = 32 if quick else 64
+    spec = [str(data), arch, dn, 16 if quick else 32, vocab, labels, 2, str(codes) if kind == "ptb" else None,
+            str(ptb)]
+    batch = batch_from_spec(spec, device)
+    dec = {run: decode_speed(*models[KINDS[run]], run_inputs(run, batch), device, amp, run == "tree2seq")
+           for run in KINDS}
+    print(f"beam-5 decoding, n = {dn}: tree2seq {dec['tree2seq']:.1f} sent/s, same-size {dec['tf']:.1f}, "
+          f"positions-matched {dec['pm']:.1f}")
+    return rows, dec
+
+
+def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, codes, ptb, kind) -> None:
+    """torch.profiler's operators of one tree2seq train step (self time, top 20): where the ratio goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
+                             str(codes) if kind == "ptb" else None, str(ptb)], device)
+    model = models["tree2seq"][1]
+    train_steps(model, *run_inputs("tree2seq", batch), batch[3], 1, device, amp)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        train_steps(model, *run_inputs("tree2seq", batch), batch[3], 0, device, amp)
+    key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+    print(f"\n== torch.profiler, one tree2seq train step, {kind} trees, n = {n}")
+    print(prof.key_averages().table(sort_by=key, row_limit=20))
 
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--_memory-child":
         return _memory_child(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="tiny arch, lengths 8/32/64, under a minute")
+    ap.add_argument("--quick", action="store_true", help="tiny arch, lengths 8/32/64, a minute or two")
     ap.add_argument("--arch", default=None, help="tree2seq architecture (default tree2seq_iwslt_de_en; quick: tiny)")
     ap.add_argument("--lengths", default=None, help="comma-separated source lengths (default 8,16,32,64,128,256)")
     ap.add_argument("--tokens", type=int, default=None, help="target tokens per batch (default 2048; quick 512)")
     ap.add_argument("--steps", type=int, default=None, help="timed train steps per length (median reported)")
+    ap.add_argument("--trees", default="ptb,random", help="tree kinds, in order: ptb (real), random (m = n - 1)")
+    ap.add_argument("--ptb", default=str(REPO.parent / "shared" / "data" / "ptb_sample" / "train.mrg"),
+                    help="treebank for --trees ptb")
+    ap.add_argument("--amp", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on CUDA")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print torch.profiler's table of one tree2seq train step at the longest length")
     args = ap.parse_args()
     arch = args.arch or ("tree2seq_tiny" if args.quick else "tree2seq_iwslt_de_en")
     lengths = [int(x) for x in (args.lengths or ("8,32,64" if args.quick else "8,16,32,64,128,256")).split(",")]
     tokens = args.tokens or (512 if args.quick else 2048)
-    steps = args.steps or (3 if args.quick else 5)
+    steps = args.steps or (5 if args.quick else 7)
     vocab, labels = 8000, 80
+    kinds = args.trees.split(",")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
+        codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
         models = {k: build(k, data, arch, args.device) for k in ("tree2seq", "transformer")}
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
-        print(f"arch {arch} on {args.device} (threads {torch.get_num_threads()}); parameters: "
-              f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}")
-        print(f"{'n':>5} {'bsz':>4} | {'step ms':>17} {'ratio':>6} | {'tgt tok/s':>17} | {'peak MB':>15} {'ratio':>6}")
-        rows = []
-        for n in lengths:
-            bsz = max(1, tokens // n)
-            net, tree, tgt = make_batch(n, bsz, vocab, labels, args.device, seed=0)
-            t = {k: train_steps(m, net, tree, tgt, steps, args.device) for k, (_, m) in models.items()}
-            mem = {k: peak_memory_mb(k, data, arch, n, bsz, vocab, labels, args.device) for k in models}
-            row = dict(n=n, bsz=bsz, time_ratio=t["tree2seq"] / t["transformer"],
-                       memory_ratio=mem["tree2seq"] / max(mem["transformer"], 1e-6), t=t, mem=mem)
-            rows.append(row)
-            print(f"{n:5d} {bsz:4d} | {t['tree2seq'] * 1e3:8.1f} {t['transformer'] * 1e3:8.1f} "
-                  f"{row['time_ratio']:6.2f} | "
-                  f"{bsz * n / t['tree2seq']:8.0f} {bsz * n / t['transformer']:8.0f} | "
-                  f"{mem['tree2seq']:7.1f} {mem['transformer']:7.1f} {row['memory_ratio']:6.2f}")
-        dn = 32 if args.quick else 64
-        dec = {k: decode_speed(task, m, dn, 16 if args.quick else 32, vocab, labels, args.device)
-               for k, (task, m) in models.items()}
-        print(f"beam-5 decoding, source/target length {dn}: tree2seq {dec['tree2seq']:.1f} sent/s, "
-              f"transformer {dec['transformer']:.1f} sent/s")
+        print(f"arch {arch} on {args.device} ({args.amp}, threads {torch.get_num_threads()}); parameters: "
+              f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}; {tokens} target tokens")
+        results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
+                                  args.amp, codes, args.ptb, args.quick) for k in kinds}
+        if args.profile:
+            profile_step(models, data, arch, lengths[-1], tokens, vocab, labels, args.device, args.amp, codes,
+                         args.ptb, kinds[0])
+    rows, dec = results[kinds[0]]
     last = rows[-1]
-    kv = dict(arch=arch, device=args.device, n=last["n"], time_ratio=round(last["time_ratio"], 3),
-              memory_ratio=round(last["memory_ratio"], 3),
-              mean_time_ratio=round(sum(r["time_ratio"] for r in rows) / len(rows), 3),
-              decode_ratio=round(dec["transformer"] / dec["tree2seq"], 3),
-              tree2seq_peak_mb=round(last["mem"]["tree2seq"], 1),
-              transformer_peak_mb=round(last["mem"]["transformer"], 1))
+    mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731
+    kv = dict(arch=arch, device=args.device, amp=args.amp, trees=kinds[0], n=last["n"],
+              time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),
+              time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),
+              mean_time_ratio=mean("time_ratio"), mean_time_ratio_pm=mean("time_ratio_pm"),
+              decode_ratio=round(dec["tf"] / dec["tree2seq"], 3), decode_ratio_pm=round(dec["pm"] / dec["tree2seq"], 3),
+              tree2seq_peak_mb=round(last["mem"]["tree2seq"], 1))
     print(" ".join(f"{k}={v}" for k, v in kv.items()))
 
 
