@@ -13,8 +13,8 @@ Two baselines, both fairseq's ``transformer`` with the tree2seq arch's sizes:
 
 Trees: ``random`` binary trees (m = n - 1, the worst case), or ``ptb``: real parse trees, the PTB sample's
 (``../shared/data/ptb_sample/train.mrg``, or ``--ptb FILE``) with BPE subtrees (subword-nmt, 2,000 merges
-learned on its words), consecutive trees joined under a ``ROOT`` until n leaves are reached (so m is about
-0.7 n, as in the demo's data-bin). For each tree kind and source length n (8..256): train-step time
+learned on its words), random trees that fit joined under a ``ROOT`` up to n leaves (0.9 n to n; m is about
+0.6 n, the demo's data-bin has 0.7 n). For each tree kind and source length n (8..256): train-step time
 (forward + backward + Adam step, median of ``--steps``) at about ``--tokens`` target tokens per batch, peak
 memory of one train step (CUDA: the allocator's peak; CPU: peak RSS growth of a fresh process), then beam-5
 decoding speed. Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at the longest length of
@@ -99,14 +99,19 @@ def ptb_pool(ptb: Path, codes: Path) -> list:
     return pool
 
 
-def joined_tree(pool: list, start: int, n: int):
-    """Consecutive pool trees from ``start`` under one ROOT until >= n leaves -> (leaves, spans [m, 2])."""
-    parts, total, k = [], 0, start
-    while total < n:
-        length, spans = pool[k % len(pool)]
+def joined_tree(pool: list, n: int, g: torch.Generator):
+    """Random pool trees of at most n leaves joined under one ROOT while they fit in n leaves (stopping at 0.9 n,
+    or after 64 draws) -> (leaves, spans [m, 2]). The shortest pool tree stands in when none fits."""
+    fits = [t for t in pool if t[0] <= n] or [min(pool, key=lambda t: t[0])]
+    parts, total = [], 0
+    for _ in range(64):
+        length, spans = fits[int(torch.randint(len(fits), (1,), generator=g))]
+        if parts and total + length > n:
+            continue
         parts.append(spans + total)
         total += length
-        k += 1
+        if total >= 0.9 * n:
+            break
     if len(parts) > 1:
         parts.append(torch.tensor([[0, total]]))
     return total, torch.cat(parts)
@@ -124,7 +129,7 @@ def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int
         trees = [(n, torch.tensor(distances_to_tree(torch.rand(n - 1, generator=g).tolist()), dtype=torch.long)
                   .view(-1, 2)) for _ in range(bsz)] if n > 1 else [(n, torch.zeros(0, 2, dtype=torch.long))] * bsz
     else:
-        trees = [joined_tree(pool, int(torch.randint(len(pool), (1,), generator=g)), n) for _ in range(bsz)]
+        trees = [joined_tree(pool, n, g) for _ in range(bsz)]
     N, M = max(t[0] for t in trees), max(len(t[1]) for t in trees)
     P = max(t[0] + len(t[1]) for t in trees)
     src = torch.full((bsz, N), pad)
