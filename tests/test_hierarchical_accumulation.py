@@ -472,3 +472,21 @@ def test_incremental_cross_attention_and_beam_reorder():
     dec.reorder_incremental_state(state, keep)
     out, _ = dec(y[:1, keep], incremental_state=state)
     assert torch.allclose(out, full[:1, keep], atol=1e-6)
+
+
+def test_per_batch_weights_hand_computed_and_not_shared_by_copies():
+    """TreeStructure.mean_weights / pair_weights (built once per batch, shared by the layers) on the tree
+    ((w0 w1) w2): A = [[1,1,0],[1,1,1]], D = [[1,0],[1,1]], P = D A = [[1,1,0],[2,2,1]], c = [2, 3];
+    eq. 6 with the leaf counted (|C| = P + 1) or not (max(P, 1)); pairs (t, j) node-major:
+    (0,0) (0,1) (1,0) (1,1) (1,2). A reordered copy starts with an empty cache."""
+    tree = TreeStructure.build(torch.tensor([[[0, 2], [0, 3]]]), None, None, num_leaves=3)
+    paper = torch.tensor([[[1 / 4, 1 / 4, 0], [1 / 9, 1 / 9, 1 / 6]]])
+    code = torch.tensor([[[1 / 2, 1 / 2, 0], [1 / 6, 1 / 6, 1 / 3]]])
+    torch.testing.assert_close(tree.mean_weights(True), paper)
+    torch.testing.assert_close(tree.mean_weights(False), code)
+    torch.testing.assert_close(tree.pair_weights(True), torch.tensor(
+        [[[1 / 4, 1 / 4, 0, 0, 0], [1 / 9, 1 / 9, 1 / 9, 1 / 9, 1 / 6]]]))
+    assert tree.mean_weights(True) is tree.mean_weights(True)  # cached
+    assert tree.mean_weights(True, torch.float64).dtype == torch.float64
+    copy = tree.index_select(torch.tensor([0, 0]))
+    assert copy._cache == {} and copy.mean_weights(True).shape == (2, 2, 3)

@@ -146,29 +146,29 @@ class HierarchicalAccumulation(nn.Module):
         vl = leaf_values.to(cd).masked_fill(~leaf_mask[:, None, :, None], 0.0)
         vn = node_values.to(cd).masked_fill(~node_mask[:, None, :, None], 0.0)
         w = weights.to(cd).masked_fill(~leaf_mask[:, None, :], 0.0)  # [B, Hw, N]
-        A, D, P = tree.A.to(cd), tree.D.to(cd), tree.P.to(cd)
-
-        count = P + 1.0 if self.count_leaf_in_mean else P.clamp_min(1.0)
-        norm = A / (tree.span_len.to(cd).clamp_min(1.0)[..., None] * count)  # [B, M, N]
+        A, D = tree.A.to(cd), tree.D.to(cd)
+        norm = tree.mean_weights(self.count_leaf_in_mean, cd)  # [B, M, N], once per batch
         alpha = w[:, :, None, :] * norm[:, None]  # [B, Hw, M, N]
         # G[i, t] = sum_j alpha_ij A_tj D_it: the weight node t's value gets in node i.
         G = torch.matmul(alpha, A.transpose(1, 2)[:, None]) * D[:, None]  # [B, Hw, M, M]
 
         out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
         if self.hier_embed:
-            out = out + self._embedding_term(alpha, G, tree, cd)
+            out = out + self._embedding_term(w, G, tree, cd)
         return out.to(dtype)
 
-    def _embedding_term(self, alpha: Tensor, G: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
-        """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]."""
+    def _embedding_term(self, w: Tensor, G: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
+        """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]; w [B, Hw, N] (padding 0)."""
         if tree.max_horizontal < self.max_horizontal or tree.max_vertical < self.max_vertical:
             raise ValueError("the TreeStructure clamps indices below this module's table sizes; build "
                              "it with max_horizontal/max_vertical >= the module's")
-        B, Hw, M, _ = alpha.shape
+        B, Hw, M, _ = G.shape
         Np = tree.pair_leaf.size(1)
-        # beta[i, p] = alpha_{i, j_p} D_{i, t_p}: the weight of pair p = (t_p, j_p) in node i.
-        beta = alpha.gather(-1, tree.pair_leaf[:, None, None, :].expand(B, Hw, M, Np))
-        beta = beta * tree.pair_D[:, None].to(cd)  # [B, Hw, M, Np]
+        # beta[i, p] = alpha_{i, j_p} D_{i, t_p} = w_{j_p} * (A / (c |C|))_{i, j_p} D_{i, t_p}: the weight of pair
+        # p = (t_p, j_p) in node i; the structure factor is the batch's (tree.pair_weights), only w_{j_p} is
+        # gathered per layer ([B, Hw, Np], not [B, Hw, M, Np], and so is its gradient).
+        w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np))
+        beta = tree.pair_weights(self.count_leaf_in_mean, cd)[:, None] * w_pairs[:, :, None, :]  # [B, Hw, M, Np]
 
         def bucketed(index: Tensor, table: nn.Embedding, K: int) -> Tensor:
             # Padded pairs have index 0 -> bucket 0, but beta is 0 there.

@@ -116,10 +116,9 @@ class TreeMultiheadAttention(nn.Module):
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool
                 ) -> Tuple[Tensor, Optional[Tensor]]:
         """q [B, H, T, dh] (already scaled), k/v [B, H, S, dh], mask [B, 1, T|1, S] bool (True =
-        attend). Returns ([B, H, T, dh], probs [B, H, T, S] or None). A row with no visible key
-        (cannot happen with TreeStructure masks) attends everywhere and is zeroed, so never NaN."""
-        empty = ~mask.any(-1, keepdim=True)  # [B, 1, T|1, 1]
-        mask = mask | empty
+        attend). Returns ([B, H, T, dh], probs [B, H, T, S] or None). Every row of ``mask`` must see a key:
+        TreeStructure's masks guarantee it (a padded query sees itself; a sentence has a leaf), so no softmax
+        row is empty and nothing is NaN."""
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = torch.matmul(q, k.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
@@ -128,7 +127,7 @@ class TreeMultiheadAttention(nn.Module):
         else:
             probs = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, scale=1.0)
-        return out.masked_fill(empty, 0.0), probs
+        return out, probs
 
     def _merge(self, out: Tensor) -> Tensor:
         """[B, H, T, dh] -> out_proj -> [T, B, C]."""

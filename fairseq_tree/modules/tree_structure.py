@@ -80,6 +80,11 @@ class TreeStructure:
     max_horizontal: int = DEFAULT_MAX_INDEX
     max_vertical: int = DEFAULT_MAX_INDEX
 
+    def __post_init__(self):
+        # per-batch tensors the layers share (see mean_weights / pair_weights); a reordered or moved copy
+        # (_map) starts with an empty cache
+        self._cache: dict = {}
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def build(
@@ -208,11 +213,34 @@ class TreeStructure:
 
     def full_attn_mask(self) -> Tensor:
         """[B, N + M, N + M] bool: the encoder mask without subtree masking (ablation "-SubMask"):
-        every real query sees every real key; a padded query sees itself only."""
-        real = torch.cat([self.leaf_mask, self.node_mask], 1)
-        L = real.size(1)
-        eye = torch.eye(L, dtype=torch.bool, device=real.device)
-        return (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
+        every real query sees every real key; a padded query sees itself only. Built once per batch."""
+        if "full" not in self._cache:
+            real = torch.cat([self.leaf_mask, self.node_mask], 1)
+            L = real.size(1)
+            eye = torch.eye(L, dtype=torch.bool, device=real.device)
+            self._cache["full"] = (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
+        return self._cache["full"]
+
+    def mean_weights(self, count_leaf_in_mean: bool, dtype: torch.dtype = torch.float32) -> Tensor:
+        """[B, M, N]: ``A_ij / (c_i * |C_ij|)``, the structure part of alpha_ij = w_j A_ij / (c_i |C_ij|)
+        (eqs. 6 and 10; ``|C_ij| = P_ij + 1`` with the leaf counted, else ``max(P_ij, 1)``). It depends on the
+        batch only: built once, in ``dtype``, and shared by every layer."""
+        key = ("mean", count_leaf_in_mean, dtype)
+        if key not in self._cache:
+            A, P = self.A.to(dtype), self.P.to(dtype)
+            count = P + 1.0 if count_leaf_in_mean else P.clamp_min(1.0)
+            self._cache[key] = A / (self.span_len.to(dtype).clamp_min(1.0)[..., None] * count)
+        return self._cache[key]
+
+    def pair_weights(self, count_leaf_in_mean: bool, dtype: torch.dtype = torch.float32) -> Tensor:
+        """[B, M, Np]: ``mean_weights[i, j_p] * D[i, t_p]`` for every (node t_p, leaf j_p) pair: with the leaf
+        weight w_{j_p}, the weight of pair p's hierarchical embedding in node i. Built once per batch."""
+        key = ("pair", count_leaf_in_mean, dtype)
+        if key not in self._cache:
+            norm = self.mean_weights(count_leaf_in_mean, dtype)
+            B, M, Np = self.pair_D.shape
+            self._cache[key] = norm.gather(-1, self.pair_leaf[:, None, :].expand(B, M, Np)) * self.pair_D.to(dtype)
+        return self._cache[key]
 
     def _map(self, fn) -> "TreeStructure":
         kw = {}
