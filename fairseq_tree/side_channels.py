@@ -8,10 +8,12 @@ value.
    calls ``self.encoder_attn(query=, key=, value=, key_padding_mask=, incremental_state=, static_kv=,
    need_weights=, need_head_weights=)``: the batch's :class:`~fairseq_tree.modules.tree_structure.TreeStructure`
    (in ``encoder_out["tree"]``) cannot travel with the call. The tree2seq decoder holds one ``TreeContext``
-   shared by its layers' cross-attentions, fills it from ``encoder_out`` for the duration of one
-   ``extract_features`` call (:meth:`TreeContext.holding`) and empties it afterwards; a cross-attention called
-   outside that window raises. Copying fairseq's decoder-layer ``forward`` to add a ``tree`` argument would
-   avoid the channel at the price of ~100 lines of fairseq code to keep in step.
+   shared by its layers' cross-attentions and sets it from ``encoder_out`` at every ``extract_features`` call.
+   The tree stays there after the call: with ``--checkpoint-activations`` fairseq's checkpoint wrapper runs the
+   layers again during ``backward``, outside ``extract_features``. A cross-attention checks that its key (the
+   encoder output ``[N + M, B, C]``) has the held tree's sizes, and raises when no tree was set or the sizes
+   differ (a stale tree). Copying fairseq's decoder-layer ``forward`` to add a ``tree`` argument would avoid the
+   channel at the price of ~100 lines of fairseq code to keep in step.
 
 2. **fairseq-interactive -> inference_step** (:class:`InteractiveTrees`). ``fairseq_cli/interactive.py`` encodes
    the lines (``task.get_interactive_tokens_and_lengths``), builds a dataset
@@ -28,7 +30,6 @@ value.
    ``cfg.label_dictionary`` on the config it builds for that one call and deletes it afterwards.
 """
 
-from contextlib import contextmanager
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -41,21 +42,20 @@ class TreeContext:
     def __init__(self):
         self._tree = None
 
-    @contextmanager
-    def holding(self, tree):
-        """``tree`` (a ``TreeStructure`` or None) is :attr:`tree` inside the ``with`` block only."""
+    def set(self, tree) -> None:
+        """The tree (a ``TreeStructure``) of the encoder output the decoder attends to now."""
         self._tree = tree
-        try:
-            yield
-        finally:
-            self._tree = None
 
-    @property
-    def tree(self):
-        if self._tree is None:
-            raise RuntimeError("tree cross-attention called outside Tree2SeqDecoder.extract_features: "
-                               "no tree for this batch (encoder_out['tree'] missing?)")
-        return self._tree
+    def tree_for(self, key: Tensor):
+        """The held tree, checked against the cross-attention's key [N + M, B, C]."""
+        tree = self._tree
+        if tree is None:
+            raise RuntimeError("tree cross-attention called before Tree2SeqDecoder.extract_features set a tree "
+                               "(encoder_out['tree'] missing?)")
+        if (tree.num_leaves + tree.num_nodes, tree.batch_size) != tuple(key.shape[:2]):
+            raise RuntimeError(f"tree cross-attention: the key has {tuple(key.shape[:2])} (positions, batch) but "
+                               f"the held tree {(tree.num_leaves + tree.num_nodes, tree.batch_size)}: a stale tree")
+        return tree
 
 
 class InteractiveTrees:

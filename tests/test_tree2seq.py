@@ -276,8 +276,8 @@ def test_tree_flag_defaults_are_the_papers_in_one_place():
 
 
 def test_side_channels_refuse_a_missing_or_stale_tree(data_bin):
-    """fairseq_tree/side_channels.py: the decoder's tree is there only inside extract_features (a cross-attention
-    called outside it raises, and the context is empty afterwards); fairseq-interactive's tree side is restored
+    """fairseq_tree/side_channels.py: a decoder cross-attention raises before extract_features set a tree, and
+    when its key does not have the held tree's sizes (a stale tree); fairseq-interactive's tree side is restored
     into a bare sample only when its src_tokens are the last collated batch's."""
     from fairseq_tree.side_channels import InteractiveTrees
 
@@ -288,11 +288,13 @@ def test_side_channels_refuse_a_missing_or_stale_tree(data_bin):
     with torch.no_grad():
         enc = model.encoder(**encoder_input(batch))
         x = torch.zeros(1, 4, model.decoder.embed_dim)
-        with pytest.raises(RuntimeError, match="outside Tree2SeqDecoder.extract_features"):
+        with pytest.raises(RuntimeError, match="before Tree2SeqDecoder.extract_features set a tree"):
             model.decoder.layers[0].encoder_attn(x, enc["encoder_out"][0], enc["encoder_out"][0])
         model.decoder(batch["net_input"]["prev_output_tokens"], encoder_out=enc)
-    with pytest.raises(RuntimeError):
-        model.decoder.tree_context.tree  # noqa: B018  (emptied after the call)
+        key = enc["encoder_out"][0]
+        assert model.decoder.tree_context.tree_for(key) is enc["tree"][0]  # kept for checkpointed backward
+        with pytest.raises(RuntimeError, match="a stale tree"):
+            model.decoder.tree_context.tree_for(key[:, :2])
 
     channel = InteractiveTrees()
     channel.add(torch.tensor([4]), torch.tensor([0, 2]))
@@ -317,3 +319,24 @@ def test_build_model_is_fairseqs_with_its_checks(data_bin):
     assert not hasattr(model.args, "label_dictionary")
     assert model.encoder.embed_tokens is model.decoder.embed_tokens  # --share-all-embeddings
     assert model.encoder.embed_labels.num_embeddings == len(task.label_dictionary)
+
+
+def test_checkpoint_activations_same_loss_and_gradients(data_bin):
+    """--checkpoint-activations wraps the tree encoder layers (and fairseq's decoder layers): same weights,
+    same loss and the same gradients as without it (dropout 0)."""
+    grads, losses = [], []
+    for extra in ([], ["--checkpoint-activations"]):
+        task, model = build(data_bin, *extra)
+        assert hasattr(model.encoder.layers[0], "precheckpoint_forward") == bool(extra)
+        ds = task.datasets["train"]
+        batch = ds.collater([ds[i] for i in range(6)])
+        out, _ = model(**batch["net_input"])
+        loss = torch.nn.functional.cross_entropy(out.transpose(1, 2), batch["target"],
+                                                 ignore_index=task.target_dictionary.pad())
+        loss.backward()
+        losses.append(loss.detach())
+        grads.append({k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None})
+    torch.testing.assert_close(losses[0], losses[1])
+    assert grads[0].keys() == grads[1].keys() and any("accumulation" in k for k in grads[0])
+    for k in grads[0]:
+        torch.testing.assert_close(grads[0][k], grads[1][k], atol=1e-6, rtol=1e-5)

@@ -154,9 +154,18 @@ class Tree2SeqEncoder(FairseqEncoder):
         self.embed_positions = None if cfg.no_token_positional_embeddings else PositionalEmbedding(
             cfg.max_source_positions, d, self.padding_idx, learned=cfg.encoder.learned_pos)
         self.dropout_module = FairseqDropout(cfg.dropout, module_name=self.__class__.__name__)
-        self.layers = nn.ModuleList([Tree2SeqEncoderLayer(cfg) for _ in range(cfg.encoder.layers)])
+        self.layers = nn.ModuleList([self.build_encoder_layer(cfg) for _ in range(cfg.encoder.layers)])
         self.layer_norm = LayerNorm(d) if cfg.encoder.normalize_before else None
         self.max_hier_index = cfg.hier_embed_size
+
+    @staticmethod
+    def build_encoder_layer(cfg: Tree2SeqConfig) -> nn.Module:
+        """A tree layer, with fairseq's activation checkpointing (``--checkpoint-activations``, ``--offload-
+        activations``) and FSDP wrapping, as fairseq's ``TransformerEncoderBase.build_encoder_layer`` does."""
+        layer = Tree2SeqEncoderLayer(cfg)
+        if cfg.checkpoint_activations:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
 
     def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
         return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),
@@ -226,7 +235,7 @@ class TreeCrossAttention(nn.Module):
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, static_kv=True,
                 need_weights=False, need_head_weights=False, **unused):
-        tree = self.context.tree
+        tree = self.context.tree_for(key)
         n = tree.num_leaves
         return self.attn.forward_cross(query, key[:n], key[n:], tree, incremental_state=incremental_state,
                                        need_weights=need_weights, need_head_weights=need_head_weights)
@@ -259,10 +268,10 @@ class Tree2SeqDecoder(TransformerDecoderBase):
 
     def extract_features_scriptable(self, prev_output_tokens, encoder_out, incremental_state=None,
                                     full_context_alignment=False, alignment_layer=None, alignment_heads=None):
-        with self.tree_context.holding(encoder_out["tree"][0] if encoder_out is not None else None):
-            return super().extract_features_scriptable(
-                prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
-                alignment_heads)
+        self.tree_context.set(encoder_out["tree"][0] if encoder_out is not None else None)
+        return super().extract_features_scriptable(
+            prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
+            alignment_heads)
 
 
 # --------------------------------------------------------------------------------------------------
