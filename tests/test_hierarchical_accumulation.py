@@ -489,4 +489,15 @@ def test_per_batch_weights_hand_computed_and_not_shared_by_copies():
     assert tree.mean_weights(True) is tree.mean_weights(True)  # cached
     assert tree.mean_weights(True, torch.float64).dtype == torch.float64
     copy = tree.index_select(torch.tensor([0, 0]))
-    assert copy._cache == {} and copy.mean_weights(True).shape == (2, 2, 3)
+    assert copy.materialize()._cache == {} and copy.mean_weights(True).shape == (2, 2, 3)
+
+
+def test_reordered_tree_is_lazy_and_composes():
+    """Beam search reorders the tree at every step: ReorderedTree answers sizes without building anything,
+    composes successive orders, and builds the same structure as one eager index_select."""
+    tree = TreeStructure.build(torch.tensor([[[0, 2], [0, 3]], [[1, 3], [0, 3]]]), None, None, num_leaves=3)
+    r = tree.index_select(torch.tensor([1, 0, 1])).index_select(torch.tensor([2, 2, 0, 1]))
+    assert (r.batch_size, r.num_leaves, r.num_nodes) == (4, 3, 2) and r._tree is None
+    eager = tree._map(lambda t: t.index_select(0, torch.tensor([1, 1, 1, 0])))
+    assert torch.equal(r.self_attn_mask, eager.self_attn_mask) and torch.equal(r.pair_D, eager.pair_D)
+    assert r.materialize() is r.materialize()

@@ -253,6 +253,44 @@ class TreeStructure:
         """Move to a device; dtypes are kept (the structure stays fp32 under --fp16 on purpose)."""
         return self._map(lambda t: t.to(device))
 
-    def index_select(self, new_order: Tensor) -> "TreeStructure":
-        """Reorder / repeat sentences along the batch dimension (beam search, encoder_out reordering)."""
-        return self._map(lambda t: t.index_select(0, new_order))
+    def index_select(self, new_order: Tensor) -> "ReorderedTree":
+        """Reorder / repeat sentences along the batch dimension (beam search, encoder_out reordering), lazily:
+        see :class:`ReorderedTree`."""
+        return ReorderedTree(self, new_order)
+
+
+class ReorderedTree:
+    """A :class:`TreeStructure` reordered along the batch, built on first use. fairseq's beam search reorders
+    ``encoder_out`` at every step, while the decoder reads the tree at its first step only (the cross-attention
+    caches its encoder side in ``incremental_state``): reorders compose their indices here instead of copying
+    every [B, N + M, N + M] mask and [B, M, Np] matrix per step. Sizes are answered without building it; any
+    other attribute builds it (once) and reads it there."""
+
+    def __init__(self, base: TreeStructure, order: Tensor):
+        self._base, self._order, self._tree = base, order, None
+
+    @property
+    def num_leaves(self) -> int:
+        return self._base.num_leaves
+
+    @property
+    def num_nodes(self) -> int:
+        return self._base.num_nodes
+
+    @property
+    def batch_size(self) -> int:
+        return self._order.numel()
+
+    def index_select(self, new_order: Tensor) -> "ReorderedTree":
+        return ReorderedTree(self._base, self._order.index_select(0, new_order))
+
+    def materialize(self) -> TreeStructure:
+        """The reordered :class:`TreeStructure` (built once)."""
+        if self._tree is None:
+            self._tree = self._base._map(lambda t: t.index_select(0, self._order))
+        return self._tree
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.materialize(), name)
