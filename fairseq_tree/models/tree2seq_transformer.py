@@ -48,8 +48,8 @@ class Tree2SeqConfig(TransformerConfig):
     settings) live. ``add_args`` generates every flag from it; :meth:`from_namespace` (fairseq's) turns a
     checkpoint's or the command line's Namespace into it, unset tree flags taking these defaults, so a Namespace
     built by hand (tests) or saved before a flag existed gets the paper's values. Models are still registered on
-    fairseq's legacy route: a ``TransformerConfig`` subclass fails hydra's compose as a model dataclass in this
-    fairseq (``../shared/notes/fairseq_notes.md``)."""
+    fairseq's legacy route: a ``TransformerConfig`` subclass fails hydra's compose as a model dataclass in
+    fairseq-fixed 0.12.3.1 (``OverrideParseException: model.encoder=<class ...EncDecBaseConfig>``)."""
 
     no_hierarchical_embeddings: bool = field(default=False, metadata={
         "help": "ablation: no hierarchical embeddings (paper Table 3, -HierEmb)"})

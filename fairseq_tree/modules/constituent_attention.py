@@ -2,8 +2,8 @@
 
 "The authors' code" below is `yaushian/Tree-Transformer` @ 04d19d3: ``attention.py`` (``GroupAttention``: the link
 scores, their 256 scale, the prior C and its diagonal), ``models.py`` (the ``[CLS]`` token in the link chain) and
-``parse.py`` (the parse recursion, its hard-coded layers and the 0.7 rule); see
-``../shared/notes/reference_code_notes.md`` section 1.
+``parse.py`` (the parse recursion, its hard-coded layers and the 0.7 rule); where it differs from the paper is
+listed below and offered behind the ``--ca-*`` flags.
 
 Per layer l, over the positions t = 0..T-1 of a batch (token layout of the ``tree_induction`` task:
 ``<s> w_1 .. w_n </s> <pad>..``; only *words* take part in the structure):
