@@ -37,26 +37,27 @@ class LALParser:
     @torch.no_grad()
     def attention(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None
                   ) -> List[torch.Tensor]:
-        """Label-to-word attention of every sentence, [H, n + 2] over BOS, words, EOS (rows: :attr:`head_names`)."""
-        def run(batch_sentences, batch_tags, idx):
-            o = self._forward(batch_sentences, batch_tags)[3]
-            return [o["attention"][b, :, :len(batch_sentences[b]) + 2].cpu() for b in range(len(idx))]
+        """Label-to-word attention of every sentence, [H, n + 2] over BOS, words, EOS (rows: :attr:`head_names`):
+        the encoder's forward only, no decoding."""
+        def run(batch_sentences, batch_tags):
+            attention = self.model(**self._net_input(batch_sentences, batch_tags))["attention"]
+            return [attention[b, :, :len(words) + 2].cpu() for b, words in enumerate(batch_sentences)]
 
         return self._batched(sentences, tags, run)
 
     def _batched(self, sentences, tags, run):
+        """``run(sentences, tags)`` on length-sorted batches, results in input order."""
         batches = length_batches([len(s) for s in sentences], self.batch_size)
         return restore_order(batches, (run([sentences[i] for i in idx], None if tags is None else
-                                           [tags[i] for i in idx], idx) for idx in batches))
+                                           [tags[i] for i in idx]) for idx in batches))
 
-    def _forward(self, sentences, tags):
-        """One padded batch [B, max n + 2] -> the model's (spans, heads, rels, outputs)."""
+    def _net_input(self, sentences, tags) -> dict:
+        """One padded batch [B, max n + 2] on the parser's device."""
         batch = self.task.build_batch(sentences, tags)
-        net_input = {k: v.to(self.device) for k, v in batch["net_input"].items()}
-        return self.model.parse(net_input)
+        return {k: v.to(self.device) for k, v in batch["net_input"].items()}
 
-    def _parse_batch(self, sentences, tags, idx: List[int]) -> List[Tree]:
-        spans, heads, rels, o = self._forward(sentences, tags)
+    def _parse_batch(self, sentences, tags) -> List[Tree]:
+        spans, heads, rels, o = self.model.parse(self._net_input(sentences, tags))
         heads, rels = heads.cpu(), rels.cpu()
         pred_tags = o["tag_scores"].argmax(-1).cpu() if o.get("tag_scores") is not None else None
         out = []
