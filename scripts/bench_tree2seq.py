@@ -23,6 +23,7 @@ the first tree kind: ``time_ratio``/``memory_ratio`` (same-size), ``time_ratio_p
 """
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -86,16 +87,22 @@ def learn_ptb_pool(ptb: Path, work: Path) -> Path:
     return codes
 
 
+@functools.lru_cache(maxsize=None)
 def ptb_pool(ptb: Path, codes: Path) -> list:
-    """The PTB sample's trees with BPE subtrees: a list of (n, spans [m, 2] long)."""
+    """The PTB sample's trees with BPE subtrees: a list of (n, spans [m, 2] long). Built once per run: kept in
+    this process and saved beside ``codes`` for the memory-measuring child processes."""
     from fairseq_tree.preprocess.bpe import Segmenter
     from fairseq_tree.trees import expand_subwords, read_treebank
 
+    saved = codes.with_suffix(".pool.pt")
+    if saved.exists():
+        return torch.load(saved)
     segment = Segmenter(str(codes))
     pool = []
     for _, t in read_treebank(str(ptb)):
         t = expand_subwords(t, segment)
         pool.append((len(t.words), torch.tensor(t.spans, dtype=torch.long).view(-1, 2)))
+    torch.save(pool, saved)
     return pool
 
 
