@@ -28,6 +28,7 @@ setup(
             "fairseq-tree-induce = fairseq_tree.evaluation.induce_cli:cli_main",
             "fairseq-tree-score = fairseq_tree.evaluation.score_cli:cli_main",
             "fairseq-tree-classify = fairseq_tree.evaluation.classify_cli:cli_main",
+            "fairseq-tree-average = fairseq_tree.evaluation.average_cli:cli_main",
         ]
     },
 )

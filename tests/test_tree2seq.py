@@ -202,6 +202,34 @@ def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
     assert hub.translate(trees[1], beam=5) == cli[1]
 
 
+def test_average_last_update_checkpoints_then_generate(data_bin, tmp_path):
+    """fairseq-tree-average on a real run's update checkpoints: the last 3 under the bound, their mean exactly,
+    and fairseq-generate decodes with the result."""
+    ckpt = tmp_path / "ckpt"
+    _sh(BIN / "fairseq-train", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+        "--arch", "tree2seq_tiny", "--share-all-embeddings", "--optimizer", "adam", "--lr", "1e-3",
+        "--batch-size", "8", "--max-update", "12", "--save-interval-updates", "3", "--keep-interval-updates", "4",
+        "--criterion", "cross_entropy", "--cpu", "--num-workers", "0", "--seed", "1", "--disable-validation",
+        "--no-epoch-checkpoints", "--save-dir", ckpt, "--log-format", "simple")
+    by_update = {int(re.match(r"checkpoint_\d+_(\d+)\.pt", p.name).group(1)): p for p in ckpt.glob("checkpoint_*_*.pt")}
+    assert sorted(by_update) == [3, 6, 9, 12]
+    out = _sh(BIN / "fairseq-tree-average", "--inputs", ckpt, "--num-update-checkpoints", "3",
+              "--checkpoint-upper-bound", "11", "--output", tmp_path / "avg.pt")
+    listed = [line.strip() for line in out.splitlines() if line.startswith("  /")]
+    assert listed == [str(by_update[u]) for u in (9, 6, 3)]
+    states = [torch.load(by_update[u], weights_only=False) for u in (9, 6, 3)]
+    avg = torch.load(tmp_path / "avg.pt", weights_only=False)
+    assert avg["model"].keys() == states[0]["model"].keys()
+    for k, v in avg["model"].items():
+        torch.testing.assert_close(v, sum(s["model"][k] for s in states) / 3, msg=k)
+    assert avg["optimizer_history"] == states[0]["optimizer_history"]  # the newest one's state
+    emb = "encoder.embed_tokens.weight"
+    assert not torch.equal(avg["model"][emb], states[0]["model"][emb])
+    gen = _sh(BIN / "fairseq-generate", data_bin, "--user-dir", USER_DIR, "--task", "tree_translation",
+              "--path", tmp_path / "avg.pt", "--gen-subset", "valid", "--beam", "5", "--batch-size", "64", "--cpu")
+    assert len(re.findall(r"^H-\d+", gen, flags=re.M)) == 64
+
+
 def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
     """2 CPU ranks (gloo, legacy_ddp) end with the weights of 1 process with --update-freq 2 (dropout 0),
     and --check-replica-sync asserts every update that both ranks hold identical weights."""

@@ -8,6 +8,7 @@
 * :mod:`.induce`: :func:`~.induce.load` and :func:`~.induce.induce_all` (``tree_induction`` checkpoints);
 * :mod:`.classify`: :class:`~.classify.Classifier` (``tree_classification`` checkpoints), predictions and
   their accuracies, the Table 4 attention shares;
+* :mod:`.average`: average the parameters of checkpoints (``fairseq-tree-average``);
 * :mod:`.text`: :class:`~.text.RawTextParser`, raw text -> bracketed trees (tokenizer + preprocessing backend).
 
 Submodules are imported on use: importing this package loads no model code.
