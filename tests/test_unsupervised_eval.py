@@ -352,3 +352,24 @@ def test_plots_write_png(tmp_path):
         assert len(data) > 100 and data[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="expected"):
         plot_dependency(torch.rand(3, 3), words, str(tmp_path / "bad.png"))
+
+
+def test_parser_quality_right_branching_hand_computed(tmp_path):
+    """scripts/parser_quality.py --parser right: sentence 1 gold {NP (0,2), VP (2,4)}, right-branching {(1,4),
+    (2,4)}: F1 50; sentence 2 (the final '.' dropped by the rules) gold {VP (1,4), NP (2,4)}, predicted over the 5
+    tokens {(1,5), (2,5), (3,5)} -> over the words {(1,4), (2,4)}: F1 100. UF1 75, corpus F1 3/4."""
+    import json
+    import sys
+
+    from conftest import REPO, run_command
+
+    gold = tmp_path / "gold.mrg"
+    gold.write_text("(S (NP (DT the) (NN dog)) (VP (VBD ran) (ADVP (RB fast))))\n"
+                    "(S (NP (PRP I)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .))\n")
+    out = run_command(sys.executable, REPO / "scripts" / "parser_quality.py", "--parser", "right", "--gold", gold,
+                      "--out", tmp_path / "out").stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    assert r["sentences"] == 2 and r["f1"] is None
+    assert r["uf1"] == pytest.approx(75.0) and r["corpus_f1"] == pytest.approx(75.0)
+    assert (tmp_path / "out" / "gold.trees").read_text().splitlines()[1] == \
+        "(X (PRP I) (X (VBD saw) (X (DT a) (X (NN cat) (. .)))))"

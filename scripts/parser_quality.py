@@ -1,0 +1,85 @@
+#!/usr/bin/env python
+"""The quality of the trees a tree2seq run was given: a parser backend of the preprocessing pipeline (or the
+trivial right-branching control) run on the words of gold treebanks, scored as the literature does.
+
+    python scripts/parser_quality.py --parser stanza --stanza-model-dir work/stanza_en_ptb --out DIR
+    python scripts/parser_quality.py --parser lal --parser-model ckpt_lal/checkpoint_best.pt --out DIR
+    python scripts/parser_quality.py --parser induced --parser-model ckpt_sf/checkpoint_best.pt --out DIR
+    python scripts/parser_quality.py --parser right --out DIR
+    [--gold ../shared/data/wsj22/wsj22.mrg ../shared/data/ptb_sample/valid.mrg]
+
+The backend sees exactly what the pipeline gives it: the words only (gold -NONE- elements removed; no gold POS
+tags), so the scores are those of the trees behind the BLEU. ``right`` keeps the gold POS tags (as
+``make_trivial_trees.py`` keeps the parser's) under right-branching ``X`` constituents.
+Writes DIR/NAME.trees per gold file and prints one JSON line per file: ``f1`` (EVALB, COLLINS.prm, labelled;
+null for unlabelled trees: ``induced``, ``right``), ``uf1`` and ``corpus_f1`` (unlabelled, the unsupervised
+literature's rules: every parser comparable), ``sentences``, ``evalb_skipped``.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from fairseq_tree.evaluation import bracket_f1, unsupervised  # noqa: E402
+from fairseq_tree.trees import Tree, read_parse_trees, to_brackets  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+
+
+def right_branching(trees):
+    return [to_brackets(Tree(t.words, t.tags, ["X"] * max(len(t) - 1, 0), unsupervised.right_branching(len(t))))
+            for t in trees]
+
+
+def parse(args, sentences):
+    if args.parser == "right":
+        return None
+    from fairseq_tree.preprocess.parsers import ParseError, build_parser
+
+    if args.parser == "stanza":
+        options = {"model_dir": args.stanza_model_dir, "batch_size": args.batch_size}
+    else:
+        options = {"model": args.parser_model, "data": args.parser_data, "batch_size": args.batch_size}
+    out = build_parser(args.parser, **options).parse_all(sentences)
+    failed = [r for r in out if isinstance(r, ParseError)]
+    if failed:  # a blank line is EVALB's "skip": counted in evalb_skipped, never silently dropped
+        print(f"{args.parser}: {len(failed)} sentences not parsed, first: {failed[0]}", file=sys.stderr)
+    return ["" if isinstance(r, ParseError) else r for r in out]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parser", choices=["stanza", "lal", "induced", "right"], required=True)
+    ap.add_argument("--parser-model", help="lal / induced: the checkpoint")
+    ap.add_argument("--parser-data", help="lal / induced: its data directory (default: recorded in the checkpoint)")
+    ap.add_argument("--stanza-model-dir", help="stanza: the directory of scripts/train_stanza_parser.sh")
+    ap.add_argument("--gold", nargs="+", default=[str(DATA / "wsj22" / "wsj22.mrg"),
+                                                  str(DATA / "ptb_sample" / "valid.mrg")])
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for gold in args.gold:
+        trees = list(read_parse_trees(gold))
+        pred = parse(args, [t.words for t in trees]) or right_branching(trees)
+        pred_path = out_dir / f"{Path(gold).stem}.trees"
+        pred_path.write_text("\n".join(pred) + "\n", encoding="utf-8")
+        unsup = unsupervised.score_files(gold, str(pred_path))
+        labelled = args.parser in ("stanza", "lal")
+        evalb = bracket_f1.score_files(gold, str(pred_path)).result() if labelled else None
+        r = {"parser": args.parser, "gold": gold, "sentences": len(trees),
+             "f1": evalb["f1"] if evalb else None, "evalb_skipped": evalb["skipped"] if evalb else None,
+             "uf1": unsup["uf1"], "corpus_f1": unsup["corpus_f1"]}
+        print(json.dumps(r))
+        results.append(r)
+    return results
+
+
+if __name__ == "__main__":
+    main()
