@@ -253,6 +253,20 @@ def test_too_long_for_max_positions(tmp_path):
     assert [tgt_dict.string(torch.tensor(x)) for x in load(tmp_path / "s" / "train.en-xx.xx")] == ["es regnete ."]
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_parser_that_cannot_load_is_an_error_not_a_hang(tmp_path, workers):
+    """A pool initializer that raises makes multiprocessing start workers forever: the error must reach the
+    CLI (exit 1, the checkpoint named) with 1 worker and with 2 workers over 2 shards."""
+    pref = _corpus(tmp_path, [b"The dog barked .", b"It rained .", b"A cat sat"], TGT)
+    missing = tmp_path / "missing.pt"
+    proc = subprocess.run([str(BIN / "fairseq-tree-preprocess"), "-s", "en", "-t", "xx", "--trainpref", str(pref),
+                           "--parser", "lal", "--parser-model", str(missing), "--workers", workers,
+                           "--shard-size", "2", "--destdir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "parse: the worker could not start" in proc.stderr and str(missing) in proc.stderr
+
+
 def test_parser_failure_is_localised():
     from fairseq_tree.preprocess.parsers import ParseError
     from fairseq_tree.preprocess.stages import _run_parser

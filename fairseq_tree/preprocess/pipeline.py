@@ -19,6 +19,7 @@ resumes from the shards it completed; final files are renamed into place only wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -84,14 +85,16 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
             run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1],
                            lambda s: progress.update(s.num_lines))
         elif workers <= 1 or len(todo) == 1:
-            init(*init_args)
+            _guarded_init(name, init, *init_args)
             for s in todo:
+                _raise_init_error()
                 func(s)
                 progress.update(s.num_lines)
         else:
             ctx = mp.get_context("fork")
-            with ctx.Pool(min(workers, len(todo)), initializer=init, initargs=init_args) as pool:
-                for s, _ in zip(todo, pool.imap(func, todo)):
+            with ctx.Pool(min(workers, len(todo)), initializer=_guarded_init,
+                          initargs=(name, init, *init_args)) as pool:
+                for s, _ in zip(todo, pool.imap(functools.partial(_guarded_call, func), todo)):
                     progress.update(s.num_lines)
         progress.close()
     totals: Dict[str, dict] = {}
@@ -99,6 +102,30 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
         with open(os.path.join(workdir, s.name + suffix), encoding="utf-8") as f:
             _fold(totals.setdefault(s.split, {}), json.load(f))
     return totals
+
+
+_INIT_ERROR: List[PreprocessError] = []  # per process: why this worker's initializer failed
+
+
+def _guarded_init(name: str, init: Callable, *args) -> None:
+    """Run a stage's worker initializer, keeping its error instead of raising it: an initializer that raises
+    makes ``multiprocessing.Pool`` start replacement workers forever (a parser checkpoint that cannot be loaded
+    hung the run). The error is raised by the worker's first task, which the parent receives."""
+    _INIT_ERROR.clear()
+    try:
+        init(*args)
+    except Exception as e:  # noqa: BLE001 (any failure: the message names it)
+        _INIT_ERROR.append(PreprocessError(f"{name}: the worker could not start: {type(e).__name__}: {e}"))
+
+
+def _raise_init_error() -> None:
+    if _INIT_ERROR:
+        raise _INIT_ERROR[0]
+
+
+def _guarded_call(func: Callable, shard: Shard):
+    _raise_init_error()
+    return func(shard)
 
 
 def _fold(total: dict, meta: dict) -> dict:
