@@ -1,84 +1,152 @@
 #!/usr/bin/env bash
-# tree2seq vs fairseq's transformer (same size, same updates) on Multi30k en->de, plus tree2seq on trivial
-# (right-branching) trees, over several seeds; BLEU with sacrebleu on detokenized test output.
+# Which trees help translation: fairseq's transformer and tree2seq given the trees of several parsers (same
+# words, BPE, dictionaries, sizes and updates), several seeds, the last checkpoints averaged, beam 5, sacreBLEU
+# on detokenized test output, next to each parser's F1 on wsj22 and ptb_sample/valid. Resumes where it stopped.
 #
 #   scripts/train_tree2seq_multi30k.sh DATA_BIN WORK_DIR
-#     DATA_BIN: fairseq-tree-preprocess output with stanza trees (make demo writes work/data-bin/multi30k.en-de)
-#   env: SEEDS="1 2 3"  UPDATES=3000  M30K=../shared/data/multi30k  DEVICE=cpu|cuda  PARALLEL=1 (runs at once)
-#        EXTRA="..." more fairseq-train flags
+#     DATA_BIN: fairseq-tree-preprocess output for en-de with stanza trees (`make demo` writes
+#               work/data-bin/multi30k.en-de); its {split}.en.trees, bpe.codes and dictionaries are reused.
+#   env: TREES="stanza trivial"  tree sources: stanza (DATA_BIN's), trivial (right-branching over the same words
+#                                and POS tags), lal (LAL_MODEL=CKPT, a lal_parser trained --no-pos-tags), induced
+#                                (INDUCED_MODEL=CKPT, a structformer / constituent_transformer); LAL_DATA / INDUCED_DATA:
+#                                their data directories when not the ones recorded in the checkpoints
+#        TGTS="de"               target languages (de fr: en-fr gets its own joint BPE and dictionary, shared
+#                                by its runs)
+#        SEEDS="1 2 3"  UPDATES=6000 (--max-update)  PATIENCE=0 (>0: fairseq's --patience, in validations)
+#        AVERAGE=5 (the last N update checkpoints, every SAVE_EVERY=500 updates, are averaged; 1: checkpoint_best)
+#        M30K=the directory DATA_BIN was made from (needs {train,valid,test}.{en,de,fr} for TGTS)
+#        STANZA_DIR=the stanza model DATA_BIN was parsed with (for its F1)  DEVICE=cpu|cuda  PARALLEL=1
+#        QUALITY=1 (0: no parser F1)  EXTRA="..." more fairseq-train flags  GEN_EXTRA="..." more fairseq-generate flags
+# Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, checkpoint_avg.pt,
+# test.gen), WORK/quality/SRC/ and WORK/results.md.
 set -euo pipefail
 BIN=$(cd "${1:?DATA_BIN}" && pwd)
 WORK=${2:?WORK_DIR}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-M30K=${M30K:-$REPO/../shared/data/multi30k}
-SEEDS=${SEEDS:-1 2 3}
-UPDATES=${UPDATES:-3000}
-DEVICE=${DEVICE:-cpu}
-PARALLEL=${PARALLEL:-1}
 PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+recorded() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['command'].get(sys.argv[2]) or '')" \
+  "$BIN/preprocess.json" "$1"; }
+M30K=${M30K:-$(dirname "$(recorded trainpref)")}
+STANZA_DIR=${STANZA_DIR:-$(recorded stanza_model_dir)}
+MERGES=$(recorded bpe_merges)
+TREES=${TREES:-stanza trivial}
+TGTS=${TGTS:-de}
+SEEDS=${SEEDS:-1 2 3}
+UPDATES=${UPDATES:-6000}
+PATIENCE=${PATIENCE:-0}
+AVERAGE=${AVERAGE:-5}
+SAVE_EVERY=${SAVE_EVERY:-500}
+DEVICE=${DEVICE:-cpu}
+PARALLEL=${PARALLEL:-1}
+QUALITY=${QUALITY:-1}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=(--fp16)
+preprocess() { "$PY" -m fairseq_tree.preprocess.cli -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
+  --testpref "$M30K/test" --joined-dictionary --on-error fail --workers 2 "$@"; }
 
-# 1. the control: the same words, POS tags, BPE subtrees and dictionaries, right-branching constituents
-TRIV=$WORK/data-bin-trivial
-if [ ! -f "$TRIV/preprocess.json" ]; then
-  mkdir -p "$WORK/trivial_trees"
-  for s in train valid test; do
-    "$PY" "$REPO/scripts/make_trivial_trees.py" "$BIN/$s.en.trees" "$WORK/trivial_trees/$s.en.trees" --shape right
+# 1. the trees of each source, over the words of DATA_BIN's English side (checked by fairseq-tree-preprocess)
+for src in $TREES; do
+  T=$WORK/trees/$src
+  [ -f "$T/.done" ] && continue
+  mkdir -p "$T"
+  case $src in
+    stanza) for s in train valid test; do cp "$BIN/$s.en.trees" "$T/"; done ;;
+    trivial) for s in train valid test; do
+               "$PY" "$REPO/scripts/make_trivial_trees.py" "$BIN/$s.en.trees" "$T/$s.en.trees" --shape right; done ;;
+    lal|induced)
+      model=$([ "$src" = lal ] && echo "${LAL_MODEL:?TREES has lal: LAL_MODEL=CKPT}" \
+              || echo "${INDUCED_MODEL:?TREES has induced: INDUCED_MODEL=CKPT}")
+      data=$([ "$src" = lal ] && echo "${LAL_DATA:-}" || echo "${INDUCED_DATA:-}")
+      # parsed once, into the en-de data-bin (DATA_BIN's BPE and dictionary); its .en.trees serve every target
+      preprocess -t de --parser "$src" --parser-model "$model" ${data:+--parser-data "$data"} --bpe-codes "$BIN/bpe.codes" \
+        --srcdict "$BIN/dict.en.txt" --destdir "$WORK/data-bin/$src.en-de"
+      for s in train valid test; do cp "$WORK/data-bin/$src.en-de/$s.en.trees" "$T/"; done ;;
+    *) echo "unknown tree source $src (stanza trivial lal induced)" >&2; exit 2 ;;
+  esac
+  touch "$T/.done"
+done
+
+# 2. one data-bin per tree source and target; a target's runs share its BPE codes and joint dictionary
+databin() {  # src tgt -> path
+  if [ "$2" = de ] && [ "$1" = stanza ]; then echo "$BIN"; else echo "$WORK/data-bin/$1.en-$2"; fi
+}
+for tgt in $TGTS; do
+  REF=$(databin stanza "$tgt")
+  if [ ! -f "$REF/preprocess.json" ]; then  # en-fr: BPE learned on en + fr with DATA_BIN's number of merges
+    preprocess -t "$tgt" --parser given --trees-dir "$WORK/trees/stanza" --bpe-merges "$MERGES" --destdir "$REF"
+  fi
+  for src in $TREES; do
+    D=$(databin "$src" "$tgt")
+    [ -f "$D/preprocess.json" ] || preprocess -t "$tgt" --parser given --trees-dir "$WORK/trees/$src" \
+      --bpe-codes "$REF/bpe.codes" --srcdict "$REF/dict.en.txt" --destdir "$D"
   done
-  "$PY" -m fairseq_tree.preprocess.cli -s en -t de --trainpref "$M30K/train" --validpref "$M30K/valid" --testpref "$M30K/test" \
-    --parser given --trees-dir "$WORK/trivial_trees" --bpe-codes "$BIN/bpe.codes" --joined-dictionary \
-    --srcdict "$BIN/dict.en.txt" --on-error skip --workers 2 --destdir "$TRIV"
-fi
+done
 
-# 2. train: identical sizes and hyper-parameters (3+3 layers, d 256, ffn 1024, 4 heads, the fairseq_notes
-#    CPU baseline), identical number of updates
+# 3. train: 3+3 layers, d 256, ffn 1024, 4 heads (the fairseq_notes CPU baseline); identical flags and updates
 COMMON=(--share-all-embeddings --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-embed-dim 256
   --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 --decoder-attention-heads 4
   --optimizer adam --adam-betas '(0.9,0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 500
   --dropout 0.3 --weight-decay 0.0001 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --max-tokens 4096 --max-update "$UPDATES" --no-epoch-checkpoints --no-last-checkpoints --keep-best-checkpoints 0
-  --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
-run() {  # name seed data task arch
-  local name=$1 seed=$2 data=$3 task=$4 arch=$5 dir=$WORK/ckpt/$1_s$2
-  [ -f "$dir/checkpoint_best.pt" ] && return 0
+  --max-tokens 4096 --max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
+  --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
+  --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
+run() {  # tgt name seed data task arch
+  local dir=$WORK/ckpt/$1/$2_s$3
+  [ -f "$dir/.done" ] && return 0
   mkdir -p "$dir"
-  fairseq-train "$data" --user-dir "$REPO/fairseq_tree" --task "$task" --arch "$arch" --seed "$seed" \
-    "${COMMON[@]}" --save-dir "$dir" > "$dir/train.log" 2>&1
+  # resumes from checkpoint_last.pt when there is one
+  fairseq-train "$4" --user-dir "$REPO/fairseq_tree" --task "$5" --arch "$6" --seed "$3" -s en -t "$1" \
+    "${COMMON[@]}" --save-dir "$dir" >> "$dir/train.log" 2>&1 && touch "$dir/.done"
 }
 jobs_list=()
-for seed in $SEEDS; do
-  jobs_list+=("tree2seq $seed $BIN tree_translation tree2seq"
-              "transformer $seed $BIN translation transformer"
-              "tree2seq_trivial $seed $TRIV tree_translation tree2seq")
+for tgt in $TGTS; do
+  for seed in $SEEDS; do
+    jobs_list+=("$tgt transformer $seed $(databin stanza "$tgt") translation transformer")
+    for src in $TREES; do
+      jobs_list+=("$tgt tree2seq_$src $seed $(databin "$src" "$tgt") tree_translation tree2seq")
+    done
+  done
 done
 for job in "${jobs_list[@]}"; do
   run $job &
   while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do sleep 5; done
 done
 wait
-
-# 3. translate the test set (beam 5), detokenize, sacrebleu
 for job in "${jobs_list[@]}"; do
   set -- $job
-  dir=$WORK/ckpt/$1_s$2
-  fairseq-generate "$3" --user-dir "$REPO/fairseq_tree" --task "$4" -s en -t de --path "$dir/checkpoint_best.pt" \
-    --gen-subset test --beam 5 --batch-size 128 --remove-bpe --tokenizer moses --scoring sacrebleu \
-    "${DEV_FLAGS[@]}" > "$dir/test.gen" 2>&1
+  [ -f "$WORK/ckpt/$1/$2_s$3/.done" ] || { echo "training failed: $WORK/ckpt/$1/$2_s$3/train.log" >&2; exit 1; }
 done
-"$PY" - "$WORK" $SEEDS <<'PYEOF'
-import re, statistics, sys
-work, seeds = sys.argv[1], sys.argv[2:]
-rows = []
-for name in ("transformer", "tree2seq", "tree2seq_trivial"):
-    bleus = []
-    for s in seeds:
-        text = open(f"{work}/ckpt/{name}_s{s}/test.gen").read()
-        bleus.append(float(re.search(r"BLEU = ([\d.]+)", text).group(1)))
-    sd = statistics.stdev(bleus) if len(bleus) > 1 else 0.0
-    rows.append(f"| {name} | {' / '.join(f'{b:.2f}' for b in bleus)} | {statistics.mean(bleus):.2f} ± {sd:.2f} |")
-table = "| model | BLEU per seed | mean ± sd |\n|---|---|---|\n" + "\n".join(rows)
-open(f"{work}/results.md", "w").write(table + "\n")
-print(table)
-PYEOF
+
+# 4. average the last AVERAGE checkpoints, translate the test set (beam 5), detokenize, sacrebleu
+for job in "${jobs_list[@]}"; do
+  set -- $job
+  dir=$WORK/ckpt/$1/$2_s$3
+  [ -f "$dir/test.gen" ] && grep -q "BLEU = " "$dir/test.gen" && continue
+  if [ "$AVERAGE" -gt 1 ]; then
+    fairseq-tree-average --inputs "$dir" --num-update-checkpoints "$AVERAGE" --output "$dir/checkpoint_avg.pt"
+  else
+    cp "$dir/checkpoint_best.pt" "$dir/checkpoint_avg.pt"
+  fi
+  fairseq-generate "$4" --user-dir "$REPO/fairseq_tree" --task "$5" -s en -t "$1" --path "$dir/checkpoint_avg.pt" \
+    --gen-subset test --beam 5 --batch-size 128 --remove-bpe --tokenizer moses --scoring sacrebleu \
+    "${DEV_FLAGS[@]}" ${GEN_EXTRA:-} > "$dir/test.gen.tmp" 2>&1 && mv "$dir/test.gen.tmp" "$dir/test.gen"
+done
+
+# 5. each tree source's quality on gold treebanks (the words only, as the pipeline parses)
+if [ "$QUALITY" = 1 ]; then
+  mkdir -p "$WORK/quality"
+  for src in $TREES; do
+    Q=$WORK/quality/$src
+    [ -f "$Q/scores.jsonl" ] && continue
+    case $src in
+      stanza) opts=(--parser stanza --stanza-model-dir "${STANZA_DIR:?STANZA_DIR}") ;;
+      trivial) opts=(--parser right) ;;
+      lal) opts=(--parser lal --parser-model "$LAL_MODEL" ${LAL_DATA:+--parser-data "$LAL_DATA"}) ;;
+      induced) opts=(--parser induced --parser-model "$INDUCED_MODEL" ${INDUCED_DATA:+--parser-data "$INDUCED_DATA"}) ;;
+    esac
+    "$PY" "$REPO/scripts/parser_quality.py" "${opts[@]}" --out "$Q" > "$Q.tmp" && mkdir -p "$Q" && mv "$Q.tmp" "$Q/scores.jsonl"
+  done
+fi
+
+"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES --seeds $SEEDS | tee "$WORK/results.md"

@@ -1,0 +1,71 @@
+#!/usr/bin/env python
+"""The results table of ``scripts/train_tree2seq_multi30k.sh``: per target language, each model's test BLEU
+(per seed, mean ± sd), its training (updates, wall minutes, device) and the quality of its trees on gold
+treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
+
+    python scripts/tree2seq_table.py WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
+"""
+
+import argparse
+import json
+import re
+import statistics
+from pathlib import Path
+
+
+def bleu(gen: Path) -> float:
+    m = re.search(r"BLEU = ([\d.]+)", gen.read_text())
+    if not m:
+        raise SystemExit(f"{gen}: no 'BLEU = ' line (generation failed or was cut)")
+    return float(m.group(1))
+
+
+def training(log: Path):
+    """-> (updates, wall minutes, device) from a fairseq-train log (the last run's values; resumed runs
+    append to the log, and fairseq's wall clock continues across a resume)."""
+    text = log.read_text()
+    updates = re.findall(r"num_updates[= ](\d+)", text)
+    wall = re.findall(r"wall[= ]([\d.]+)", text)
+    done = re.findall(r"done training in ([\d.]+) seconds", text)
+    device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
+    minutes = float(done[-1]) / 60 if done else float(wall[-1]) / 60 if wall else float("nan")
+    return int(updates[-1]) if updates else 0, minutes, device
+
+
+def quality(work: Path, src: str) -> str:
+    path = work / "quality" / src / "scores.jsonl"
+    if not path.exists():
+        return "— | —"
+    cells = []
+    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip()):
+        f1 = f"{r['f1']:.1f}" if r["f1"] is not None else "—"
+        cells.append(f"{f1} / {r['uf1']:.1f}")
+    return " | ".join(cells[:2] + ["—"] * (2 - len(cells[:2])))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("work")
+    ap.add_argument("--tgts", nargs="+", default=["de"])
+    ap.add_argument("--trees", nargs="+", default=["stanza", "trivial"])
+    ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
+    args = ap.parse_args()
+    work = Path(args.work)
+    for tgt in args.tgts:
+        print(f"\n**en-{tgt}**, test 2016 (sacreBLEU, detokenized, beam 5, averaged checkpoints)\n")
+        print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | BLEU per seed | mean ± sd | updates | "
+              "train min (per run) | device |")
+        print("|---|---|---|---|---:|---:|---:|---|")
+        for name in ["transformer"] + [f"tree2seq_{s}" for s in args.trees]:
+            runs = [work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds]
+            scores = [bleu(r / "test.gen") for r in runs]
+            logs = [training(r / "train.log") for r in runs]
+            sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
+            q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
+            print(f"| {name} | {q} | {' / '.join(f'{b:.2f}' for b in scores)} | {statistics.mean(scores):.2f} ± "
+                  f"{sd:.2f} | {' / '.join(str(u) for u, _, _ in logs)} | "
+                  f"{statistics.mean(m for _, m, _ in logs):.1f} | {logs[0][2]} |")
+
+
+if __name__ == "__main__":
+    main()
