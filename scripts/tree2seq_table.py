@@ -21,14 +21,15 @@ def bleu(gen: Path) -> float:
 
 
 def training(log: Path):
-    """-> (updates, wall minutes, device) from a fairseq-train log (the last run's values; resumed runs
-    append to the log, and fairseq's wall clock continues across a resume)."""
+    """-> (updates, wall minutes, device) from a fairseq-train log (resumed runs append to it)."""
     text = log.read_text()
     updates = re.findall(r"num_updates[= ](\d+)", text)
     wall = re.findall(r"wall[= ]([\d.]+)", text)
     done = re.findall(r"done training in ([\d.]+) seconds", text)
     device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
-    minutes = float(done[-1]) / 60 if done else float(wall[-1]) / 60 if wall else float("nan")
+    # each run segment logs its own "done training"; fairseq's wall meter continues across resumes
+    seconds = max(sum(float(d) for d in done), float(wall[-1]) if wall else 0.0)
+    minutes = seconds / 60 if done or wall else float("nan")
     return int(updates[-1]) if updates else 0, minutes, device
 
 
