@@ -1,0 +1,64 @@
+#!/usr/bin/env python
+"""A metric of fairseq-train's validations against updates, for several runs: a Markdown table and a PNG.
+
+    python scripts/validation_curve.py work/ct/L6/train_constituent_transformer.log work/ct/L10/train_....log \\
+        --names L6 L10 --metric uf1 --png uf1_curve.png
+
+Reads the ``valid on 'valid' subset | ... | METRIC x | ... | num_updates N`` lines (a resumed run's log
+repeats no update: the last value per update wins).
+"""
+
+import argparse
+import re
+from pathlib import Path
+
+
+def curve(log: Path, metric: str) -> dict:
+    """-> {updates: value} of the validations in ``log``."""
+    points = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if "valid on 'valid' subset" not in line:
+            continue
+        value = re.search(rf"\| {re.escape(metric)} ([-\d.]+)", line)
+        updates = re.search(r"\| num_updates (\d+)", line)
+        if value and updates:
+            points[int(updates.group(1))] = float(value.group(1))
+    if not points:
+        raise SystemExit(f"{log}: no validation line with '{metric}'")
+    return points
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("logs", nargs="+", type=Path)
+    ap.add_argument("--names", nargs="+")
+    ap.add_argument("--metric", default="uf1")
+    ap.add_argument("--png")
+    ap.add_argument("--baseline", type=float, help="a horizontal line (e.g. right-branching's UF1)")
+    args = ap.parse_args()
+    names = args.names or [p.stem for p in args.logs]
+    curves = [curve(p, args.metric) for p in args.logs]
+    steps = sorted(set().union(*curves))
+    print(f"| updates | {' | '.join(names)} |\n|---:|{'---:|' * len(names)}")
+    for u in steps:
+        print(f"| {u:,} | " + " | ".join(f"{c[u]:.1f}" if u in c else "" for c in curves) + " |")
+    if args.png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for name, c in zip(names, curves):
+            ax.plot(sorted(c), [c[u] for u in sorted(c)], marker="o", label=name)
+        if args.baseline is not None:
+            ax.axhline(args.baseline, color="gray", linestyle="--", label="baseline")
+        ax.set_xlabel("updates")
+        ax.set_ylabel(args.metric)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
