@@ -130,7 +130,9 @@ for job in "${jobs_list[@]}"; do
   fi
   fairseq-generate "$4" --user-dir "$REPO/fairseq_tree" --task "$5" -s en -t "$1" --path "$dir/checkpoint_avg.pt" \
     --gen-subset test --beam 5 --batch-size 128 --remove-bpe --tokenizer moses --scoring sacrebleu \
-    "${DEV_FLAGS[@]}" ${GEN_EXTRA:-} > "$dir/test.gen.tmp" 2>&1 && mv "$dir/test.gen.tmp" "$dir/test.gen"
+    "${DEV_FLAGS[@]}" ${GEN_EXTRA:-} > "$dir/test.gen.tmp" 2>&1 \
+    || { echo "generation failed: $dir/test.gen.tmp" >&2; exit 1; }
+  mv "$dir/test.gen.tmp" "$dir/test.gen"
 done
 
 # 5. each tree source's quality on gold treebanks (the words only, as the pipeline parses)
@@ -145,7 +147,8 @@ if [ "$QUALITY" = 1 ]; then
       lal) opts=(--parser lal --parser-model "$LAL_MODEL" ${LAL_DATA:+--parser-data "$LAL_DATA"}) ;;
       induced) opts=(--parser induced --parser-model "$INDUCED_MODEL" ${INDUCED_DATA:+--parser-data "$INDUCED_DATA"}) ;;
     esac
-    "$PY" "$REPO/scripts/parser_quality.py" "${opts[@]}" --out "$Q" > "$Q.tmp" && mkdir -p "$Q" && mv "$Q.tmp" "$Q/scores.jsonl"
+    "$PY" "$REPO/scripts/parser_quality.py" "${opts[@]}" --out "$Q" > "$Q.tmp"  # set -e stops on failure
+    mv "$Q.tmp" "$Q/scores.jsonl"
   done
 fi
 
