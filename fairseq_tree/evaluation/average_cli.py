@@ -16,6 +16,13 @@ import sys
 from fairseq_tree.inference.average import CheckpointError, average_checkpoints, last_checkpoints, save_atomic
 
 
+def positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return n
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fairseq-tree-average", description=(
         "Average the parameters of fairseq checkpoints (the output keeps the first input's config and state)."))
@@ -23,16 +30,16 @@ def get_parser() -> argparse.ArgumentParser:
                    help="checkpoint files, or one directory with --num-update-checkpoints/--num-epoch-checkpoints")
     p.add_argument("--output", required=True, help="the averaged checkpoint (written atomically)")
     n = p.add_mutually_exclusive_group()
-    n.add_argument("--num-update-checkpoints", type=int, help="average the last N checkpoint_E_U.pt of the directory")
-    n.add_argument("--num-epoch-checkpoints", type=int, help="average the last N checkpointE.pt of the directory")
-    p.add_argument("--checkpoint-upper-bound", type=int,
+    n.add_argument("--num-update-checkpoints", type=positive, metavar="N", help="average the last N checkpoint_E_U.pt of the directory")
+    n.add_argument("--num-epoch-checkpoints", type=positive, metavar="N", help="average the last N checkpointE.pt of the directory")
+    p.add_argument("--checkpoint-upper-bound", type=int, metavar="U",
                    help="only checkpoints of at most this update (or epoch) number")
     return p
 
 
 def main(argv=None) -> int:
     args = get_parser().parse_args(argv)
-    count = args.num_update_checkpoints or args.num_epoch_checkpoints
+    count = args.num_update_checkpoints or args.num_epoch_checkpoints  # both >= 1 when given
     try:
         if count is not None:
             if len(args.inputs) != 1:
