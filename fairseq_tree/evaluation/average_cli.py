@@ -30,8 +30,10 @@ def get_parser() -> argparse.ArgumentParser:
                    help="checkpoint files, or one directory with --num-update-checkpoints/--num-epoch-checkpoints")
     p.add_argument("--output", required=True, help="the averaged checkpoint (written atomically)")
     n = p.add_mutually_exclusive_group()
-    n.add_argument("--num-update-checkpoints", type=positive, metavar="N", help="average the last N checkpoint_E_U.pt of the directory")
-    n.add_argument("--num-epoch-checkpoints", type=positive, metavar="N", help="average the last N checkpointE.pt of the directory")
+    n.add_argument("--num-update-checkpoints", type=positive, metavar="N",
+                   help="average the last N checkpoint_E_U.pt of the directory")
+    n.add_argument("--num-epoch-checkpoints", type=positive, metavar="N",
+                   help="average the last N checkpointE.pt of the directory")
     p.add_argument("--checkpoint-upper-bound", type=int, metavar="U",
                    help="only checkpoints of at most this update (or epoch) number")
     return p
