@@ -57,4 +57,4 @@ def test_refusals_name_the_file(tmp_path):
     proc = subprocess.run([str(BIN / "fairseq-tree-average"), "--inputs", a, b, "--output", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "b.pt: parameters differ" in proc.stderr
-    assert not out.exists() and list(tmp_path.glob(".avg.pt.tmp*")) == []  # nothing half-written
+    assert not out.exists() and list(tmp_path.glob("avg.pt*")) == []  # nothing half-written

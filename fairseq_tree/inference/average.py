@@ -9,7 +9,6 @@ from :func:`last_checkpoints`; ``averaged_from`` lists the inputs.
 
 import os
 import re
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -79,15 +78,13 @@ def average_checkpoints(paths: Sequence[str]) -> dict:
 
 
 def save_atomic(state: dict, output: str) -> None:
-    """torch.save to a temporary file beside ``output``, then rename: never a half-written checkpoint."""
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
+    """torch.save through :func:`~fairseq_tree.trees.io.atomic_path` (creating the directory): never a
+    half-written checkpoint."""
+    from fairseq_tree.trees.io import atomic_path
+
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    with atomic_path(output) as tmp:
         torch.save(state, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 __all__ = ["CheckpointError", "average_checkpoints", "last_checkpoints", "save_atomic"]
