@@ -86,8 +86,8 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
                            lambda s: progress.update(s.num_lines))
         elif workers <= 1 or len(todo) == 1:
             _guarded_init(name, init, *init_args)
+            _raise_init_error()
             for s in todo:
-                _raise_init_error()
                 func(s)
                 progress.update(s.num_lines)
         else:
