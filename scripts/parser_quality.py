@@ -35,19 +35,24 @@ def right_branching(trees):
             for t in trees]
 
 
-def parse(args, sentences):
+def build_backend(args):
+    """The pipeline's parser backend for ``args.parser`` (None for ``right``), loaded once for every gold file."""
     if args.parser == "right":
         return None
-    from fairseq_tree.preprocess.parsers import ParseError, build_parser
+    from fairseq_tree.preprocess.parsers import build_parser
 
     if args.parser == "stanza":
-        options = {"model_dir": args.stanza_model_dir, "batch_size": args.batch_size}
-    else:
-        options = {"model": args.parser_model, "data": args.parser_data, "batch_size": args.batch_size}
-    out = build_parser(args.parser, **options).parse_all(sentences)
+        return build_parser("stanza", model_dir=args.stanza_model_dir, batch_size=args.batch_size)
+    return build_parser(args.parser, model=args.parser_model, data=args.parser_data, batch_size=args.batch_size)
+
+
+def parse(backend, name, sentences):
+    from fairseq_tree.preprocess.parsers import ParseError
+
+    out = backend.parse_all(sentences)
     failed = [r for r in out if isinstance(r, ParseError)]
     if failed:  # a blank line is EVALB's "skip": counted in evalb_skipped, never silently dropped
-        print(f"{args.parser}: {len(failed)} sentences not parsed, first: {failed[0]}", file=sys.stderr)
+        print(f"{name}: {len(failed)} sentences not parsed, first: {failed[0]}", file=sys.stderr)
     return ["" if isinstance(r, ParseError) else r for r in out]
 
 
@@ -64,10 +69,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    backend = build_backend(args)
     results = []
     for gold in args.gold:
         trees = list(read_parse_trees(gold))
-        pred = parse(args, [t.words for t in trees]) or right_branching(trees)
+        pred = right_branching(trees) if backend is None else parse(backend, args.parser, [t.words for t in trees])
         pred_path = out_dir / f"{Path(gold).stem}.trees"
         pred_path.write_text("\n".join(pred) + "\n", encoding="utf-8")
         unsup = unsupervised.score_files(gold, str(pred_path))
