@@ -24,7 +24,7 @@ def training(log: Path):
     """-> (updates, wall minutes, device) from a fairseq-train log (resumed runs append to it)."""
     text = log.read_text()
     updates = re.findall(r"num_updates[= ](\d+)", text)
-    wall = re.findall(r"wall[= ]([\d.]+)", text)
+    wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
     done = re.findall(r"done training in ([\d.]+) seconds", text)
     device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
     # each run segment logs its own "done training"; fairseq's wall meter continues across resumes
