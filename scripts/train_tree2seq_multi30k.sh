@@ -83,12 +83,9 @@ for tgt in $TGTS; do
   done
 done
 
-# 3. train: 3+3 layers, d 256, ffn 1024, 4 heads (the fairseq_notes CPU baseline); identical flags and updates
-COMMON=(--share-all-embeddings --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-embed-dim 256
-  --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 --decoder-attention-heads 4
-  --optimizer adam --adam-betas '(0.9,0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 500
-  --dropout 0.3 --weight-decay 0.0001 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --max-tokens 4096 --max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
+# 3. train: identical flags and updates for every model (scripts/multi30k_flags.sh: 3+3 layers, d 256)
+source "$REPO/scripts/multi30k_flags.sh"
+COMMON=("${MULTI30K_FLAGS[@]}" --max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
   --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
 run() {  # tgt name seed data task arch
