@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fairseq_tree.evaluation import bracket_f1, unsupervised  # noqa: E402
-from fairseq_tree.trees import Tree, read_parse_trees, to_brackets  # noqa: E402
+from fairseq_tree.trees import Tree, atomic_write_text, read_parse_trees, to_brackets  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 
@@ -75,7 +75,7 @@ def main(argv=None):
         trees = list(read_parse_trees(gold))
         pred = right_branching(trees) if backend is None else parse(backend, args.parser, [t.words for t in trees])
         pred_path = out_dir / f"{Path(gold).stem}.trees"
-        pred_path.write_text("\n".join(pred) + "\n", encoding="utf-8")
+        atomic_write_text(str(pred_path), "\n".join(pred) + "\n")
         unsup = unsupervised.score_files(gold, str(pred_path))
         labelled = args.parser in ("stanza", "lal")
         evalb = bracket_f1.score_files(gold, str(pred_path)).result() if labelled else None
