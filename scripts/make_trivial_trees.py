@@ -14,27 +14,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairseq_tree.trees import Tree, distances_to_tree, to_brackets, tree_from_brackets  # noqa: E402
+from fairseq_tree.evaluation.unsupervised import balanced, left_branching, right_branching  # noqa: E402
+from fairseq_tree.trees import Tree, to_brackets, tree_from_brackets  # noqa: E402
 
 
 def trivial_spans(n: int, shape: str):
+    """The spans of the trivial binary tree over n words (post-order); balanced halves put the smaller half
+    first (``split="floor"``, this control's trees since it was written)."""
     if shape == "right":
-        return distances_to_tree([n - i for i in range(n - 1)])
+        return right_branching(n)
     if shape == "left":
-        return distances_to_tree(list(range(n - 1)))
-    # balanced: split in the middle, recursively (largest distance at the middle split point)
-    d = [0] * (n - 1)
-
-    def fill(lo, hi, depth):
-        if hi - lo < 2:
-            return
-        mid = (lo + hi) // 2
-        d[mid - 1] = -depth
-        fill(lo, mid, depth + 1)
-        fill(mid, hi, depth + 1)
-
-    fill(0, n, 0)
-    return distances_to_tree(d)
+        return left_branching(n)
+    return balanced(n, split="floor")
 
 
 def main():

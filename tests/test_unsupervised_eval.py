@@ -373,3 +373,26 @@ def test_parser_quality_right_branching_hand_computed(tmp_path):
     assert r["uf1"] == pytest.approx(75.0) and r["corpus_f1"] == pytest.approx(75.0)
     assert (tmp_path / "out" / "gold.trees").read_text().splitlines()[1] == \
         "(X (PRP I) (X (VBD saw) (X (DT a) (X (NN cat) (. .)))))"
+
+
+@pytest.mark.parametrize("shape,expected", [
+    ("right", "(X (DT the) (X (JJ big) (X (NN dog) (X (VBD ran) (RB fast)))))"),
+    ("left", "(X (X (X (X (DT the) (JJ big)) (NN dog)) (VBD ran)) (RB fast))"),
+    # floor halving: 5 words -> 2 + 3, then 3 -> 1 + 2
+    ("balanced", "(X (X (DT the) (JJ big)) (X (NN dog) (X (VBD ran) (RB fast))))"),
+])
+def test_make_trivial_trees_shapes_keep_words_tags_and_empty_lines(tmp_path, shape, expected):
+    """scripts/make_trivial_trees.py: the tree2seq control's trees, written by hand for 5 words; the empty line of
+    a skipped pair stays empty (the corpus stays aligned)."""
+    import sys
+
+    from conftest import REPO, run_command
+
+    src = tmp_path / "in.trees"
+    src.write_text("(ROOT (S (NP (DT the) (JJ big) (NN dog)) (VP (VBD ran) (ADVP (RB fast)))))\n\n"
+                   "(ROOT (NP (NN dog)))\n")
+    out = tmp_path / "out.trees"
+    run_command(sys.executable, REPO / "scripts" / "make_trivial_trees.py", src, out, "--shape", shape)
+    lines = out.read_text().split("\n")
+    assert lines[0] == expected
+    assert lines[1] == "" and len(lines) == 4 and lines[3] == ""
