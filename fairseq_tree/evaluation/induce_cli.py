@@ -121,7 +121,7 @@ def main(args) -> dict:
                              f"add --no-structure for its perplexity only")
         result["perplexity"] = U.masked_word_perplexity(model, task.source_dictionary,
                                                         [s for s in sentences if s], device=args.device)
-        U._atomic_write(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
+        U.atomic_write_text(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
         print(f"masked-word perplexity (each word masked once): {result['perplexity']['perplexity']:.2f} "
               f"over {result['perplexity']['words']} words")
         return result
@@ -133,7 +133,7 @@ def main(args) -> dict:
     spans, heads, maps = induce_all(model, task, sentences, args.batch_size, keep, args.device,
                                     **parse_opts(args.opt))
     raw = [g.raw_words for g in gold]
-    U._atomic_write(os.path.join(args.out, "trees.txt"),
+    U.atomic_write_text(os.path.join(args.out, "trees.txt"),
                     "".join((U.spans_to_brackets(s, w) if w else "") + "\n" for s, w in zip(spans, raw)))
     if heads is not None:
         U.write_conllu(os.path.join(args.out, "deps.conllu"), raw, heads, [g.tags for g in gold])
@@ -157,7 +157,7 @@ def main(args) -> dict:
                 plots += plot_sentence(os.path.join(args.out, "plots"), k, raw[k], spans[k], maps[k])
         result["plots"] = plots
     result["seconds"] = round(time.time() - t0, 1)
-    U._atomic_write(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
+    U.atomic_write_text(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
     print(format_table(result))
     return result
 

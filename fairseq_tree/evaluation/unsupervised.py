@@ -73,8 +73,6 @@ from fairseq_tree.trees import (  # noqa: F401
 )
 from fairseq_tree.trees.gold import GoldSentence, gold_from_tree, project_heads, read_gold, same_token  # noqa: F401
 
-_atomic_write = atomic_write_text  # induce_cli's name for it
-
 #: the labels of the papers' per-label recall tables (Kim et al. 2019; Wang et al. Table 3; Shen et al. Table 3)
 PAPER_LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 #: balanced baseline: a span of length L splits after ceil(L/2) ("ceil") or floor(L/2) ("floor") words
