@@ -16,6 +16,7 @@
 #        AVERAGE=5 (the last N update checkpoints, every SAVE_EVERY=500 updates, are averaged; 1: checkpoint_best)
 #        M30K=the directory DATA_BIN was made from (needs {train,valid,test}.{en,de,fr} for TGTS)
 #        STANZA_DIR=the stanza model DATA_BIN was parsed with (for its F1)  DEVICE=cpu|cuda  PARALLEL=1
+#        BASELINE=1 (0: no transformer runs, e.g. when adding tree sources to a table whose baseline exists)
 #        QUALITY=1 (0: no parser F1)  EXTRA="..." more fairseq-train flags  GEN_EXTRA="..." more fairseq-generate flags
 # Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, checkpoint_avg.pt,
 # test.gen), WORK/quality/SRC/ and WORK/results.md.
@@ -41,6 +42,7 @@ SAVE_EVERY=${SAVE_EVERY:-500}
 DEVICE=${DEVICE:-cpu}
 PARALLEL=${PARALLEL:-1}
 QUALITY=${QUALITY:-1}
+BASELINE=${BASELINE:-1}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=(--fp16)
 preprocess() { "$PY" -m fairseq_tree.preprocess.cli -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
   --testpref "$M30K/test" --joined-dictionary --on-error fail --workers 2 "$@"; }
@@ -99,7 +101,9 @@ run() {  # tgt name seed data task arch
 jobs_list=()
 for tgt in $TGTS; do
   for seed in $SEEDS; do
-    jobs_list+=("$tgt transformer $seed $(databin stanza "$tgt") translation transformer")
+    if [ "$BASELINE" = 1 ]; then
+      jobs_list+=("$tgt transformer $seed $(databin stanza "$tgt") translation transformer")
+    fi
     for src in $TREES; do
       jobs_list+=("$tgt tree2seq_$src $seed $(databin "$src" "$tgt") tree_translation tree2seq")
     done
@@ -149,4 +153,5 @@ if [ "$QUALITY" = 1 ]; then
   done
 fi
 
-"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES --seeds $SEEDS | tee "$WORK/results.md"
+"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES --seeds $SEEDS \
+  $([ "$BASELINE" = 1 ] || echo --no-baseline) | tee "$WORK/results.md"

@@ -50,6 +50,7 @@ def main():
     ap.add_argument("--tgts", nargs="+", default=["de"])
     ap.add_argument("--trees", nargs="+", default=["stanza", "trivial"])
     ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
+    ap.add_argument("--no-baseline", action="store_true", help="no transformer row (BASELINE=0 runs)")
     args = ap.parse_args()
     work = Path(args.work)
     for tgt in args.tgts:
@@ -57,7 +58,7 @@ def main():
         print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | BLEU per seed | mean ± sd | updates | "
               "train min (per run) | device |")
         print("|---|---|---|---|---:|---:|---:|---|")
-        for name in ["transformer"] + [f"tree2seq_{s}" for s in args.trees]:
+        for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
             runs = [work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds]
             scores = [bleu(r / "test.gen") for r in runs]
             logs = [training(r / "train.log") for r in runs]
