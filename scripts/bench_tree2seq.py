@@ -164,6 +164,25 @@ def autocast(device: str, amp: str):
     return torch.autocast("cuda", dtype=dtype, enabled=dtype is not None and device == "cuda")
 
 
+class Compiled(torch.nn.Module):
+    """``model`` whose forward (the train step) runs through ``torch.compile(dynamic=True)``; its other methods
+    (the encoder/decoder calls of beam search) and its parameters are the eager model's."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.compiled = torch.compile(model, dynamic=True)
+
+    def forward(self, **kw):
+        return self.compiled(**kw)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.model, name)
+
+
 def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
     """Median seconds of ``steps`` train steps (forward, backward, Adam) after one warm-up step. ``tree``: the
     tree side for tree2seq (None for a transformer)."""
@@ -240,6 +259,7 @@ def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float
     from fairseq.dataclass.configs import GenerationConfig
 
     net, tree = batch
+    model = model.model if isinstance(model, Compiled) else model  # beam search runs eager
     n = net["prev_output_tokens"].size(1)
     gen = task.build_generator([model], GenerationConfig(beam=5, max_len_a=0, max_len_b=n, min_len=n))
     model.eval()
@@ -325,6 +345,9 @@ def main():
                     help="treebank for --trees ptb")
     ap.add_argument("--amp", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on CUDA")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--compile", action="store_true",
+                    help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
+                         "memory children stay eager); the first step per shape pays the compilation")
     ap.add_argument("--profile", action="store_true",
                     help="also print torch.profiler's table of one tree2seq train step at the longest length")
     args = ap.parse_args()
@@ -342,7 +365,10 @@ def main():
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
         models = {k: build(k, data, arch, args.device) for k in ("tree2seq", "transformer")}
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
-        print(f"arch {arch} on {args.device} ({args.amp}, threads {torch.get_num_threads()}); parameters: "
+        if args.compile:
+            models = {k: (task, Compiled(m)) for k, (task, m) in models.items()}
+        print(f"arch {arch} on {args.device} ({args.amp}, threads {torch.get_num_threads()}"
+              f"{', torch.compile' if args.compile else ''}); parameters: "
               f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}; {tokens} target tokens")
         results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
                                   args.amp, codes, args.ptb, args.quick) for k in kinds}
@@ -352,7 +378,7 @@ def main():
     rows, dec = results[kinds[0]]
     last = rows[-1]
     mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731
-    kv = dict(arch=arch, device=args.device, amp=args.amp, trees=kinds[0], n=last["n"],
+    kv = dict(arch=arch, device=args.device, amp=args.amp, compile=int(args.compile), trees=kinds[0], n=last["n"],
               time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),
               time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),
               mean_time_ratio=mean("time_ratio"), mean_time_ratio_pm=mean("time_ratio_pm"),
