@@ -14,34 +14,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairseq_tree.evaluation.unsupervised import balanced, left_branching, right_branching  # noqa: E402
-from fairseq_tree.trees import Tree, to_brackets, tree_from_brackets  # noqa: E402
-
-
-def trivial_spans(n: int, shape: str):
-    """The spans of the trivial binary tree over n words (post-order); balanced halves put the smaller half
-    first (``split="floor"``, this control's trees since it was written)."""
-    if shape == "right":
-        return right_branching(n)
-    if shape == "left":
-        return left_branching(n)
-    return balanced(n, split="floor")
+from fairseq_tree.evaluation.unsupervised import TRIVIAL_SHAPES, trivial_tree  # noqa: E402
+from fairseq_tree.trees import to_brackets, tree_from_brackets  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--shape", choices=["right", "left", "balanced"], default="right")
+    ap.add_argument("--shape", choices=sorted(TRIVIAL_SHAPES), default="right")
     args = ap.parse_args()
     with open(args.input, encoding="utf-8") as fin, open(args.output + ".tmp", "w", encoding="utf-8") as fout:
         for line in fin:
             if not line.strip():
                 fout.write("\n")
                 continue
-            t = tree_from_brackets(line)
-            spans = trivial_spans(len(t.words), args.shape)
-            fout.write(to_brackets(Tree(t.words, t.tags, ["X"] * len(spans), spans)) + "\n")
+            # balanced halves put the smaller half first (split="floor"): this control's trees since it was written
+            fout.write(to_brackets(trivial_tree(tree_from_brackets(line), args.shape, split="floor")) + "\n")
     Path(args.output + ".tmp").replace(args.output)
 
 

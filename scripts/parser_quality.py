@@ -25,14 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fairseq_tree.evaluation import bracket_f1, unsupervised  # noqa: E402
-from fairseq_tree.trees import Tree, atomic_write_text, read_parse_trees, to_brackets  # noqa: E402
+from fairseq_tree.trees import atomic_write_text, read_parse_trees, to_brackets  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 
 
 def right_branching(trees):
-    return [to_brackets(Tree(t.words, t.tags, ["X"] * max(len(t) - 1, 0), unsupervised.right_branching(len(t))))
-            for t in trees]
+    return [to_brackets(unsupervised.trivial_tree(t, "right")) for t in trees]
 
 
 def build_backend(args):

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # torch only for the annotation: the scorers run without it
 # the writers and the gold view live in the trees package; re-exported as this module's API
 from fairseq_tree.trees import (  # noqa: F401
     Span,
+    Tree,
     TreeFormatError,
     atomic_write_text,
     conllu_lines,
@@ -200,6 +201,17 @@ def balanced(n: int, split: str = BALANCED_SPLIT) -> List[Span]:
         half = (j - i + 1) // 2 if split == "ceil" else (j - i) // 2
         stack.extend([(i, i + half), (i + half, j)])
     return post_order(out)
+
+
+TRIVIAL_SHAPES = {"right": right_branching, "left": left_branching, "balanced": balanced}
+
+
+def trivial_tree(tree: "Tree", shape: str, split: str = BALANCED_SPLIT) -> "Tree":
+    """``tree``'s words and POS tags under the trivial binary tree of ``shape`` (right / left / balanced, halving by
+    ``split``), every node labelled ``X``: tree2seq's trivial-tree control and parser_quality.py's right-branching
+    parser."""
+    spans = balanced(len(tree), split) if shape == "balanced" else TRIVIAL_SHAPES[shape](len(tree))
+    return Tree(tree.words, tree.tags, ["X"] * len(spans), spans)
 
 
 def random_tree(n: int, rng: np.random.RandomState) -> List[Span]:
