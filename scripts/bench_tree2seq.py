@@ -165,8 +165,8 @@ def autocast(device: str, amp: str):
 
 
 class Compiled(torch.nn.Module):
-    """``model`` whose forward (the train step) runs through ``torch.compile(dynamic=True)``; its other methods
-    (the encoder/decoder calls of beam search) and its parameters are the eager model's."""
+    """``model`` whose forward (the train step) runs through ``torch.compile(dynamic=True)``; beam search takes
+    ``.model``, the eager one (same parameters)."""
 
     def __init__(self, model):
         super().__init__()
@@ -175,12 +175,6 @@ class Compiled(torch.nn.Module):
 
     def forward(self, **kw):
         return self.compiled(**kw)
-
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self.model, name)
 
 
 def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
