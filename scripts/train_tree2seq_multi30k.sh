@@ -26,6 +26,8 @@ WORK=${2:?WORK_DIR}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
+# the CLIs (fairseq-train, fairseq-generate, fairseq-tree-average) of the same environment as $PY, venv or not
+export PATH=$(dirname "$(command -v "$PY")"):$PATH
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
 recorded() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['command'].get(sys.argv[2]) or '')" \
   "$BIN/preprocess.json" "$1"; }
