@@ -1,6 +1,8 @@
 #!/usr/bin/env python
 """The results table of ``scripts/train_tree2seq_multi30k.sh``: per target language, each model's test BLEU
-(per seed, mean ± sd), its training (updates, wall minutes, device) and the quality of its trees on gold
+(per seed, mean ± sd), its difference to the transformer trained with the same seed (mean ± sd of the
+per-seed differences: seeds fix the initialisation and batch order, so the pairing removes part of the seed
+variance), its training (updates, wall minutes, device) and the quality of its trees on gold
 treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
 
     python scripts/tree2seq_table.py WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
@@ -44,6 +46,12 @@ def quality(work: Path, src: str) -> str:
     return " | ".join(cells[:2] + ["—"] * (2 - len(cells[:2])))
 
 
+def mean_sd(values: list, signed: bool = False) -> str:
+    """'mean ± sample sd' (sd 0 for one value), two decimals; ``signed``: '+' on positive means."""
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):{'+' if signed else ''}.2f} ± {sd:.2f}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work")
@@ -55,17 +63,20 @@ def main():
     work = Path(args.work)
     for tgt in args.tgts:
         print(f"\n**en-{tgt}**, test 2016 (sacreBLEU, detokenized, beam 5, averaged checkpoints)\n")
-        print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | BLEU per seed | mean ± sd | updates | "
-              "train min (per run) | device |")
-        print("|---|---|---|---|---:|---:|---:|---|")
+        print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | BLEU per seed | mean ± sd | "
+              "− transformer, same seed | updates | train min (per run) | device |")
+        print("|---|---|---|---|---:|---:|---:|---:|---|")
+        base = None
         for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
             runs = [work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds]
             scores = [bleu(r / "test.gen") for r in runs]
+            base = scores if name == "transformer" else base
             logs = [training(r / "train.log") for r in runs]
-            sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
             q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
-            print(f"| {name} | {q} | {' / '.join(f'{b:.2f}' for b in scores)} | {statistics.mean(scores):.2f} ± "
-                  f"{sd:.2f} | {' / '.join(str(u) for u, _, _ in logs)} | "
+            paired = base is not None and name != "transformer"
+            delta = mean_sd([a - b for a, b in zip(scores, base)], signed=True) if paired else "—"
+            print(f"| {name} | {q} | {' / '.join(f'{b:.2f}' for b in scores)} | {mean_sd(scores)} | {delta} | "
+                  f"{' / '.join(str(u) for u, _, _ in logs)} | "
                   f"{statistics.mean(m for _, m, _ in logs):.1f} | {logs[0][2]} |")
 
 

@@ -3,6 +3,7 @@
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -368,3 +369,33 @@ def test_checkpoint_activations_same_loss_and_gradients(data_bin):
     assert grads[0].keys() == grads[1].keys() and any("accumulation" in k for k in grads[0])
     for k in grads[0]:
         torch.testing.assert_close(grads[0][k], grads[1][k], atol=1e-6, rtol=1e-5)
+
+
+def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
+    """scripts/tree2seq_table.py: BLEU per seed, mean ± sample sd, and the per-seed difference to the
+    transformer of the same seed (hand-computed: 34.0 - 33.0 = +1.0, 35.0 - 35.0 = 0.0 -> +0.50 ± 0.71), its
+    updates / minutes / device from the fairseq-train log (a resumed run's last count), F1 / UF1 from
+    quality/SRC/scores.jsonl."""
+    runs = {"transformer": (33.0, 35.0), "tree2seq_lal": (34.0, 35.0)}
+    for name, scores in runs.items():
+        for seed, b in zip((1, 2), scores):
+            d = tmp_path / "ckpt" / "de" / f"{name}_s{seed}"
+            d.mkdir(parents=True)
+            (d / "test.gen").write_text(f"Generate test with beam=5: BLEU = {b:.2f} 66.0/41.0/27.0/18.0\n")
+            (d / "train.log").write_text(
+                "Namespace(..., 'cpu': True, ...)\n| num_updates 1000 | train_wall 50 | wall 1500\n"
+                "| num_updates 1500 | train_wall 90 | wall 3000\ndone training in 3001.0 seconds\n")
+    q = tmp_path / "quality" / "lal"
+    q.mkdir(parents=True)
+    q.joinpath("scores.jsonl").write_text('{"f1": 77.81, "uf1": 81.49}\n{"f1": 80.81, "uf1": 83.02}\n')
+    out = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+                          "--seeds", "1", "2"], capture_output=True, text=True, check=True).stdout
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in out.splitlines()
+            if r.startswith("| transformer") or r.startswith("| tree2seq")}
+    assert rows["transformer"] == ["—", "—", "33.00 / 35.00", "34.00 ± 1.41", "—",
+                                   "1500 / 1500", "50.0", "cpu"]
+    assert rows["tree2seq_lal"] == ["77.8 / 81.5", "80.8 / 83.0", "34.00 / 35.00", "34.50 ± 0.71", "+0.50 ± 0.71",
+                                    "1500 / 1500", "50.0", "cpu"]
+    no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+                              "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
+    assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
