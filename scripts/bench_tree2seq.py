@@ -310,19 +310,34 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
 
 
 def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, codes, ptb, kind) -> None:
-    """torch.profiler's operators of one tree2seq train step (self time, top 20): where the ratio goes."""
+    """torch.profiler's operators of one tree2seq train step and of one positions-matched transformer step on
+    the same batch: tree2seq's top 20 by self time, then the 15 operators whose self time grows most from the
+    positions-matched step to tree2seq's (what holds ``time_ratio_pm`` above 1)."""
     from torch.profiler import ProfilerActivity, profile
 
     batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
                              str(codes) if kind == "ptb" else None, str(ptb)], device)
-    model = models["tree2seq"][1]
-    train_steps(model, *run_inputs("tree2seq", batch), batch[3], 1, device, amp)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=activities) as prof:
-        train_steps(model, *run_inputs("tree2seq", batch), batch[3], 0, device, amp)
     key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+    tables = {}
+    for run in ("tree2seq", "pm"):
+        model = models[KINDS[run]][1]
+        train_steps(model, *run_inputs(run, batch), batch[3], 1, device, amp)
+        with profile(activities=activities) as prof:
+            train_steps(model, *run_inputs(run, batch), batch[3], 0, device, amp)
+        tables[run] = prof.key_averages()
     print(f"\n== torch.profiler, one tree2seq train step, {kind} trees, n = {n}")
-    print(prof.key_averages().table(sort_by=key, row_limit=20))
+    print(tables["tree2seq"].table(sort_by=key, row_limit=20))
+    ops = {run: {e.key: (getattr(e, key) / 1e3, e.count) for e in t} for run, t in tables.items()}
+    total = {run: sum(ms for ms, _ in o.values()) for run, o in ops.items()}
+    grown = sorted(set(ops["tree2seq"]) | set(ops["pm"]),
+                   key=lambda k: ops["pm"].get(k, (0, 0))[0] - ops["tree2seq"].get(k, (0, 0))[0])
+    print(f"\n== self time (ms, calls) by operator: tree2seq {total['tree2seq']:.1f} ms vs positions-matched "
+          f"{total['pm']:.1f} ms, the 15 that grow most")
+    print(f"{'operator':<60} {'tree2seq':>16} {'pos.-matched':>16} {'difference':>11}")
+    for k in grown[:15]:
+        (a, ca), (b, cb) = ops["tree2seq"].get(k, (0.0, 0)), ops["pm"].get(k, (0.0, 0))
+        print(f"{k[:60]:<60} {a:9.2f} ({ca:4d}) {b:9.2f} ({cb:4d}) {a - b:+11.2f}")
 
 
 def main():
@@ -343,7 +358,8 @@ def main():
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
                          "memory children stay eager); the first step per shape pays the compilation")
     ap.add_argument("--profile", action="store_true",
-                    help="also print torch.profiler's table of one tree2seq train step at the longest length")
+                    help="also print torch.profiler's table of one tree2seq train step at the longest length, and the "
+                         "operators whose time grows most against the positions-matched transformer's step")
     args = ap.parse_args()
     arch = args.arch or ("tree2seq_tiny" if args.quick else "tree2seq_iwslt_de_en")
     lengths = [int(x) for x in (args.lengths or ("8,32,64" if args.quick else "8,16,32,64,128,256")).split(",")]
