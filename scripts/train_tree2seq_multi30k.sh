@@ -78,7 +78,8 @@ databin() {  # src tgt -> path
 for tgt in $TGTS; do
   REF=$(databin stanza "$tgt")
   if [ ! -f "$REF/preprocess.json" ]; then  # en-fr: BPE learned on en + fr with DATA_BIN's number of merges
-    preprocess -t "$tgt" --parser given --trees-dir "$WORK/trees/stanza" --bpe-merges "$MERGES" --destdir "$REF"
+    # over DATA_BIN's (stanza) trees, whatever TREES holds: the transformer and every tree source share it
+    preprocess -t "$tgt" --parser given --trees-dir "$BIN" --bpe-merges "$MERGES" --destdir "$REF"
   fi
   for src in $TREES; do
     D=$(databin "$src" "$tgt")

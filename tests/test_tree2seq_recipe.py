@@ -1,0 +1,58 @@
+"""scripts/train_tree2seq_multi30k.sh end to end on a Multi30k slice: a stanza-parsed en-de data-bin, the trivial
+tree source, en-de and en-fr, the transformer beside tree2seq, checkpoint averaging, beam search, sacreBLEU, the
+trees' quality and the results table."""
+
+import re
+import sys
+
+from conftest import REPO, SHARED, run_command
+
+M30K = SHARED / "data" / "multi30k"
+
+
+def _slice(dest, sizes):
+    """The first ``sizes[split]`` lines of each Multi30k split, en / de / fr."""
+    dest.mkdir()
+    for split, n in sizes.items():
+        for lang in ("en", "de", "fr"):
+            with open(M30K / f"{split}.{lang}", encoding="utf-8") as f:
+                (dest / f"{split}.{lang}").write_text("".join(line for _, line in zip(range(n), f)), encoding="utf-8")
+
+
+def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
+    """TREES=trivial, TGTS="de fr", one seed, 4 updates, the last 2 update checkpoints averaged: every run
+    trains to 4 updates and is scored; en-fr gets its own BPE and joint dictionary over DATA_BIN's stanza
+    trees (though TREES has no stanza), shared by its transformer and tree2seq runs; the right-branching
+    trees' UF1 is the literature's baseline (38.3 wsj22, 40.9 ptb_sample/valid: ../shared/notes/eval_protocol.md)."""
+    data = tmp_path / "m30k"
+    _slice(data, {"train": 300, "valid": 40, "test": 40})
+    bin_ = tmp_path / "bin"
+    run_command(sys.executable, "-m", "fairseq_tree.preprocess.cli", "-s", "en", "-t", "de", "--trainpref",
+                data / "train", "--validpref", data / "valid", "--testpref", data / "test", "--joined-dictionary",
+                "--parser", "stanza", "--stanza-model-dir", tiny_stanza_models, "--bpe-merges", "300",
+                "--destdir", bin_)
+    work = tmp_path / "work"
+    settings = dict(PYTHON=sys.executable, TREES="trivial", TGTS="de fr", SEEDS="1", UPDATES="4", AVERAGE="2",
+                    SAVE_EVERY="2", GEN_EXTRA="--max-len-a 0 --max-len-b 8")  # 4 updates: short outputs
+    proc = run_command("env", *(f"{k}={v}" for k, v in settings.items()),
+                       "bash", REPO / "scripts" / "train_tree2seq_multi30k.sh", bin_, work)
+
+    fr = work / "data-bin" / "stanza.en-fr"
+    assert (fr / "dict.fr.txt").read_text() == (fr / "dict.en.txt").read_text()  # joint
+    assert (fr / "train.en.trees").read_text() == (bin_ / "train.en.trees").read_text()
+    assert (work / "data-bin" / "trivial.en-fr" / "dict.en.txt").read_text() == (fr / "dict.en.txt").read_text()
+    assert (fr / "bpe.codes").read_text() != (bin_ / "bpe.codes").read_text()  # learned on en + fr
+    for tgt in ("de", "fr"):
+        for name in ("transformer", "tree2seq_trivial"):
+            run = work / "ckpt" / tgt / f"{name}_s1"
+            kept = sorted(int(p.stem.rsplit("_", 1)[1]) for p in run.glob("checkpoint_*_*.pt"))
+            assert kept == [2, 4]  # the update checkpoints that were averaged
+            assert (run / "checkpoint_avg.pt").is_file()
+            assert re.search(r"BLEU = [\d.]+", (run / "test.gen").read_text())
+
+    table = (work / "results.md").read_text()
+    assert proc.stdout.endswith(table)  # the table is printed last
+    rows = [[c.strip() for c in r.split("|")[1:-1]] for r in table.splitlines() if r.startswith("| t")]
+    assert [r[0] for r in rows] == ["transformer", "tree2seq_trivial"] * 2
+    assert all(r[-3] == "4" and r[-1] == "cpu" for r in rows)
+    assert rows[1][1:3] == ["— / 38.3", "— / 40.9"] and rows[0][1:3] == ["—", "—"]
