@@ -18,6 +18,8 @@
 #        STANZA_DIR=the stanza model DATA_BIN was parsed with (for its F1)  DEVICE=cpu|cuda  PARALLEL=1
 #        BASELINE=1 (0: no transformer runs, e.g. when adding tree sources to a table whose baseline exists)
 #        QUALITY=1 (0: no parser F1)  EXTRA="..." more fairseq-train flags  GEN_EXTRA="..." more fairseq-generate flags
+#        TREE_EXTRA="..." more fairseq-train flags of the tree2seq runs only (e.g. --tree-batch-by leaves: the
+#                         transformer's batches, for a comparison at equal sentences per update)
 # Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, checkpoint_avg.pt,
 # test.gen), WORK/quality/SRC/ and WORK/results.md.
 set -euo pipefail
@@ -94,12 +96,13 @@ COMMON=("${MULTI30K_FLAGS[@]}" --max-update "$UPDATES" --patience "$([ "$PATIENC
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
   --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
 run() {  # tgt name seed data task arch
-  local dir=$WORK/ckpt/$1/$2_s$3
+  local dir=$WORK/ckpt/$1/$2_s$3 extra=()
+  [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
   [ -f "$dir/.done" ] && return 0
   mkdir -p "$dir"
   # resumes from checkpoint_last.pt when there is one
   fairseq-train "$4" --user-dir "$REPO/fairseq_tree" --task "$5" --arch "$6" --seed "$3" -s en -t "$1" \
-    "${COMMON[@]}" --save-dir "$dir" >> "$dir/train.log" 2>&1 && touch "$dir/.done"
+    "${COMMON[@]}" "${extra[@]}" --save-dir "$dir" >> "$dir/train.log" 2>&1 && touch "$dir/.done"
 }
 jobs_list=()
 for tgt in $TGTS; do

@@ -399,3 +399,31 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                               "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
     assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
+
+
+def _train_batches(task_name, data_bin, *extra, max_tokens=400):
+    """The sentence ids of each batch of epoch 1 of the train split, as fairseq-train would draw them."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        str(data_bin), "--user-dir", USER_DIR, "--task", task_name, "--arch", "transformer", "--cpu",
+        "-s", "en", "-t", "xx", *extra])
+    task = tasks.setup_task(args)
+    task.load_dataset("train")
+    itr = task.get_batch_iterator(task.dataset("train"), max_tokens=max_tokens, max_positions=(1024, 1024),
+                                  seed=3, epoch=1).next_epoch_itr(shuffle=True)
+    return task.dataset("train"), [batch["id"].tolist() for batch in itr]
+
+
+def test_tree_batch_by_leaves_draws_the_transformers_batches(data_bin):
+    """--tree-batch-by leaves: --max-tokens counts max(leaves, target) per sentence, so tree2seq trains on the
+    very batches (same sentences, same order) that fairseq's translation task draws from the same data-bin and
+    seed; the default, positions, counts max(leaves + nodes, target): more, smaller batches, each within the
+    budget by that count."""
+    _, plain = _train_batches("translation", data_bin)
+    ds, leaves = _train_batches("tree_translation", data_bin, "--tree-batch-by", "leaves")
+    _, positions = _train_batches("tree_translation", data_bin)
+    assert leaves == plain
+    assert len(positions) > len(leaves)
+    longest = lambda ids, src: max(max(src[i], ds.tgt_sizes[i]) for i in ids)  # noqa: E731
+    assert all(len(b) * longest(b, ds.leaf_sizes + ds.node_sizes) <= 400 for b in positions)
+    assert any(len(b) * longest(b, ds.leaf_sizes + ds.node_sizes) > 400 for b in leaves)

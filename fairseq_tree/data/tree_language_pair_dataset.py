@@ -28,7 +28,9 @@ def collate_tree_side(nodes: Sequence[torch.Tensor], spans: Sequence[torch.Tenso
 class TreeLanguagePairDataset(LanguagePairDataset):
     """Adds ``net_input['src_nodes']`` [B, M] and ``net_input['src_spans']`` [B, M, 2] to each batch."""
 
-    def __init__(self, base: LanguagePairDataset, nodes, spans, label_dict):
+    def __init__(self, base: LanguagePairDataset, nodes, spans, label_dict, batch_by: str = "positions"):
+        if batch_by not in ("positions", "leaves"):
+            raise ValueError(f"batch_by must be 'positions' or 'leaves', not {batch_by!r}")
         self.__dict__.update(base.__dict__)
         if len(nodes) != len(base) or len(spans) != len(base):
             raise ValueError(f"tree side has {len(nodes)} node rows and {len(spans)} span rows "
@@ -39,7 +41,29 @@ class TreeLanguagePairDataset(LanguagePairDataset):
         # the encoder attends over leaves + nodes: batch and filter by that length
         self.src_sizes = self.leaf_sizes + self.node_sizes
         self.sizes = np.vstack((self.src_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None else self.src_sizes
+        # what --max-tokens and the length ordering count on the source side (filtering always uses n + m);
+        # "leaves": the batches a transformer on the same words would get
+        self.batch_src_sizes = self.src_sizes if batch_by == "positions" else self.leaf_sizes
+        if batch_by == "leaves" and self.buckets is not None:
+            raise ValueError("batch_by='leaves' does not combine with --num-batch-buckets")
         self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
+
+    def num_tokens(self, index):
+        return max(self.batch_src_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0)
+
+    def num_tokens_vec(self, indices):
+        sizes = self.batch_src_sizes[indices]
+        return np.maximum(sizes, self.tgt_sizes[indices]) if self.tgt_sizes is not None else sizes
+
+    def ordered_indices(self):
+        """fairseq's order (by target, then source length; shuffled first when training), by the batching
+        source length."""
+        if self.batch_src_sizes is self.src_sizes:
+            return super().ordered_indices()
+        indices = np.random.permutation(len(self)).astype(np.int64) if self.shuffle else np.arange(len(self))
+        if self.tgt_sizes is not None:
+            indices = indices[np.argsort(self.tgt_sizes[indices], kind="mergesort")]
+        return indices[np.argsort(self.batch_src_sizes[indices], kind="mergesort")]
 
     def __getitem__(self, index):
         item = super().__getitem__(index)

@@ -40,6 +40,10 @@ class TreeTranslationConfig(TranslationConfig):
     tree_bpe_codes: Optional[str] = field(default=None, metadata={
         "help": "BPE codes for interactive input (default: DATA/bpe.codes if it exists)"})
     tree_unary: str = field(default="lowest", metadata={"help": "unary-chain label kept (as in preprocessing)"})
+    tree_batch_by: str = field(default="positions", metadata={
+        "help": "what --max-tokens counts on the source side: 'positions' (leaves + nodes, the encoder's length, "
+                "as the authors' code batches) or 'leaves' (the words only: the same sentences per batch as a "
+                "transformer on the same data, for comparisons at equal updates)"})
     check_replica_sync: int = field(default=0, metadata={
         "help": "in data-parallel training, every N updates compare a checksum of the weights across ranks "
                 "and stop if they differ (fairseq checks nothing on CPU); 0 = off"})
@@ -121,7 +125,8 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
         spans = data_utils.load_indexed_dataset(prefix + ".spans", None, self.cfg.dataset_impl)
         if nodes is None or spans is None:
             raise FileNotFoundError(f"{prefix}.nodes / .spans: tree side missing (run fairseq-tree-preprocess)")
-        self.datasets[split] = TreeLanguagePairDataset(base, nodes, spans, self.label_dict)
+        self.datasets[split] = TreeLanguagePairDataset(base, nodes, spans, self.label_dict,
+                                                       batch_by=self.cfg.tree_batch_by)
 
     def optimizer_step(self, optimizer, model, update_num):
         super().optimizer_step(optimizer, model, update_num)
