@@ -38,7 +38,7 @@ class TreeLanguagePairDataset(LanguagePairDataset):
         self.nodes, self.spans, self.label_dict = nodes, spans, label_dict
         self.node_sizes = np.asarray(nodes.sizes if hasattr(nodes, "sizes") else [len(x) for x in nodes])
         self.leaf_sizes = self.src_sizes
-        # the encoder attends over leaves + nodes: batch and filter by that length
+        # the encoder attends over leaves + nodes: filter (and by default batch) by that length
         self.src_sizes = self.leaf_sizes + self.node_sizes
         self.sizes = np.vstack((self.src_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None else self.src_sizes
         # what --max-tokens and the length ordering count on the source side (filtering always uses n + m);
