@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from conftest import BIN, REPO, SHARED
@@ -427,3 +428,11 @@ def test_tree_batch_by_leaves_draws_the_transformers_batches(data_bin):
     longest = lambda ids, src: max(max(src[i], ds.tgt_sizes[i]) for i in ids)  # noqa: E731
     assert all(len(b) * longest(b, ds.leaf_sizes + ds.node_sizes) <= 400 for b in positions)
     assert any(len(b) * longest(b, ds.leaf_sizes + ds.node_sizes) > 400 for b in leaves)
+    # --max-positions counts leaves + nodes whatever the batching: with a bound between the longest leaf count
+    # and the longest leaves + nodes, exactly the sentences over it by that count are left out
+    bound = int(ds.leaf_sizes.max()) + 1
+    over = sorted(int(i) for i in np.flatnonzero(ds.leaf_sizes + ds.node_sizes > bound))
+    assert over
+    for d in (ds, _train_batches("tree_translation", data_bin)[0]):
+        kept, ignored = d.filter_indices_by_size(np.arange(len(d)), (bound, 1024))
+        assert sorted(ignored) == over and len(kept) == len(d) - len(over)

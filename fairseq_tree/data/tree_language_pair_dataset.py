@@ -2,15 +2,15 @@
 
 The leaves are the ordinary source dataset (no EOS); ``nodes`` [m] and ``spans`` [2m] (half-open,
 post-order, see ``fairseq_tree/trees/tree.py``) come from the ``.nodes`` and ``.spans`` datasets written by
-``fairseq-tree-preprocess``. Batching and ``--max-source-positions`` count leaves + nodes, the length
-the encoder attends over.
+``fairseq-tree-preprocess``. ``--max-source-positions`` counts leaves + nodes, the length the encoder attends
+over, and so does batching unless ``batch_by="leaves"`` (``--tree-batch-by``) counts the leaves only.
 """
 
 from typing import List, Sequence
 
 import numpy as np
 import torch
-from fairseq.data import LanguagePairDataset
+from fairseq.data import LanguagePairDataset, data_utils
 
 
 def collate_tree_side(nodes: Sequence[torch.Tensor], spans: Sequence[torch.Tensor], label_pad: int):
@@ -38,32 +38,24 @@ class TreeLanguagePairDataset(LanguagePairDataset):
         self.nodes, self.spans, self.label_dict = nodes, spans, label_dict
         self.node_sizes = np.asarray(nodes.sizes if hasattr(nodes, "sizes") else [len(x) for x in nodes])
         self.leaf_sizes = self.src_sizes
-        # the encoder attends over leaves + nodes: filter (and by default batch) by that length
-        self.src_sizes = self.leaf_sizes + self.node_sizes
-        self.sizes = np.vstack((self.src_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None else self.src_sizes
-        # what --max-tokens and the length ordering count on the source side (filtering always uses n + m);
-        # "leaves": the batches a transformer on the same words would get
-        self.batch_src_sizes = self.src_sizes if batch_by == "positions" else self.leaf_sizes
+        # the encoder attends over leaves + nodes: --max-positions filters by that length
+        self.position_sizes = self.leaf_sizes + self.node_sizes
+        self.sizes = (np.vstack((self.position_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None
+                      else self.position_sizes)
+        # what fairseq's batching (num_tokens, num_tokens_vec, ordered_indices) reads as the source length:
+        # positions by default; "leaves" gives the batches a transformer on the same words would get
+        self.src_sizes = self.position_sizes if batch_by == "positions" else self.leaf_sizes
         if batch_by == "leaves" and self.buckets is not None:
             raise ValueError("batch_by='leaves' does not combine with --num-batch-buckets")
         self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
 
-    def num_tokens(self, index):
-        return max(self.batch_src_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0)
+    def size(self, index):
+        """(leaves + nodes, target length): what --max-positions is checked against, whatever the batching."""
+        return self.position_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0
 
-    def num_tokens_vec(self, indices):
-        sizes = self.batch_src_sizes[indices]
-        return np.maximum(sizes, self.tgt_sizes[indices]) if self.tgt_sizes is not None else sizes
-
-    def ordered_indices(self):
-        """fairseq's order (by target, then source length; shuffled first when training), by the batching
-        source length."""
-        if self.batch_src_sizes is self.src_sizes:
-            return super().ordered_indices()
-        indices = np.random.permutation(len(self)).astype(np.int64) if self.shuffle else np.arange(len(self))
-        if self.tgt_sizes is not None:
-            indices = indices[np.argsort(self.tgt_sizes[indices], kind="mergesort")]
-        return indices[np.argsort(self.batch_src_sizes[indices], kind="mergesort")]
+    def filter_indices_by_size(self, indices, max_sizes):
+        return data_utils.filter_paired_dataset_indices_by_size(self.position_sizes, self.tgt_sizes, indices,
+                                                                max_sizes)
 
     def __getitem__(self, index):
         item = super().__getitem__(index)
