@@ -415,6 +415,13 @@ def _train_batches(task_name, data_bin, *extra, max_tokens=400):
     return task.dataset("train"), [batch["id"].tolist() for batch in itr]
 
 
+@pytest.mark.parametrize("batch_by", ["positions", "leaves"])
+def test_num_batch_buckets_is_refused_since_it_would_bucket_the_leaves_only(data_bin, batch_by):
+    """fairseq's --num-batch-buckets pads and orders sentences by leaf buckets; the tree side is not bucketed."""
+    with pytest.raises(ValueError, match="--num-batch-buckets"):
+        _train_batches("tree_translation", data_bin, "--tree-batch-by", batch_by, "--num-batch-buckets", "4")
+
+
 def test_tree_batch_by_leaves_draws_the_transformers_batches(data_bin):
     """--tree-batch-by leaves: --max-tokens counts max(leaves, target) per sentence, so tree2seq trains on the
     very batches (same sentences, same order) that fairseq's translation task draws from the same data-bin and

@@ -45,8 +45,6 @@ class TreeLanguagePairDataset(LanguagePairDataset):
         # what fairseq's batching (num_tokens, num_tokens_vec, ordered_indices) reads as the source length:
         # positions by default; "leaves" gives the batches a transformer on the same words would get
         self.src_sizes = self.position_sizes if batch_by == "positions" else self.leaf_sizes
-        if batch_by == "leaves" and self.buckets is not None:
-            raise ValueError("batch_by='leaves' does not combine with --num-batch-buckets")
         self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
 
     def size(self, index):

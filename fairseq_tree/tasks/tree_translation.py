@@ -109,6 +109,11 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
         return self.label_dict
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        if self.cfg.num_batch_buckets > 0:
+            # fairseq would pad and order by leaf-length buckets alone: the nodes' count M still varies per
+            # batch (no fixed shapes, the point of buckets) and positions-batching would count the wrong length
+            raise ValueError("tree_translation does not support --num-batch-buckets: fairseq buckets the leaves "
+                             "only, not the nodes")
         paths = self.cfg.data.split(":")
         data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
