@@ -12,7 +12,8 @@
 #                                their data directories when not the ones recorded in the checkpoints
 #        TGTS="de"               target languages (de fr: en-fr gets its own joint BPE and dictionary, shared
 #                                by its runs)
-#        SEEDS="1 2 3"  UPDATES=6000 (--max-update)  PATIENCE=0 (>0: fairseq's --patience, in validations)
+#        SEEDS="1 2 3"  UPDATES=6000 (--max-update; rerun with more to continue finished runs from their
+#                       checkpoint_last.pt)  PATIENCE=0 (>0: fairseq's --patience, in validations)
 #        AVERAGE=5 (the last N update checkpoints, every SAVE_EVERY=500 updates, are averaged; 1: checkpoint_best)
 #        M30K=the directory DATA_BIN was made from (needs {train,valid,test}.{en,de,fr} for TGTS)
 #        STANZA_DIR=the stanza model DATA_BIN was parsed with (for its F1)  DEVICE=cpu|cuda  PARALLEL=1
@@ -20,8 +21,8 @@
 #        QUALITY=1 (0: no parser F1)  EXTRA="..." more fairseq-train flags  GEN_EXTRA="..." more fairseq-generate flags
 #        TREE_EXTRA="..." more fairseq-train flags of the tree2seq runs only (e.g. --tree-batch-by leaves: the
 #                         transformer's batches, for a comparison at equal sentences per update)
-# Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, checkpoint_avg.pt,
-# test.gen), WORK/quality/SRC/ and WORK/results.md.
+# Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, flags.txt: a rerun
+# with other flags stops, checkpoint_avg.pt, test.gen), WORK/quality/SRC/ and WORK/results.md.
 set -euo pipefail
 BIN=$(cd "${1:?DATA_BIN}" && pwd)
 WORK=${2:?WORK_DIR}
@@ -95,11 +96,22 @@ source "$REPO/scripts/multi30k_flags.sh"
 COMMON=("${MULTI30K_FLAGS[@]}" --max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
   --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
+flags() {  # tgt name seed data task arch -> the run's training flags but --max-update / --patience, one line
+  local extra=()
+  [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
+  echo "$4 --task $5 --arch $6 --seed $3 -s en -t $1 ${MULTI30K_FLAGS[*]} ${DEV_FLAGS[*]} ${EXTRA:-} ${extra[*]}"
+}
+trained_updates() { grep -o "num_updates[= ][0-9]*" "$1/train.log" 2>/dev/null | tail -n 1 | grep -o "[0-9]*$" || echo 0; }
 run() {  # tgt name seed data task arch
   local dir=$WORK/ckpt/$1/$2_s$3 extra=()
   [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
-  [ -f "$dir/.done" ] && return 0
+  if [ -f "$dir/.done" ]; then
+    # done, unless UPDATES grew (and no --patience stopped it): then it goes on from checkpoint_last.pt
+    { [ "$PATIENCE" -gt 0 ] || [ "$(trained_updates "$dir")" -ge "$UPDATES" ]; } && return 0
+    rm -f "$dir/.done" "$dir/test.gen" "$dir/checkpoint_avg.pt"
+  fi
   mkdir -p "$dir"
+  flags "$@" > "$dir/flags.txt"
   # resumes from checkpoint_last.pt when there is one
   fairseq-train "$4" --user-dir "$REPO/fairseq_tree" --task "$5" --arch "$6" --seed "$3" -s en -t "$1" \
     "${COMMON[@]}" "${extra[@]}" --save-dir "$dir" >> "$dir/train.log" 2>&1 && touch "$dir/.done"
@@ -114,6 +126,17 @@ for tgt in $TGTS; do
       jobs_list+=("$tgt tree2seq_$src $seed $(databin "$src" "$tgt") tree_translation tree2seq")
     done
   done
+done
+# a run directory holds one configuration: resuming or extending it with other flags (TREE_EXTRA, EXTRA, another
+# data-bin) would mix two trainings under one name
+for job in "${jobs_list[@]}"; do
+  set -- $job
+  f=$WORK/ckpt/$1/$2_s$3/flags.txt
+  if [ -f "$f" ] && [ "$(cat "$f")" != "$(flags $job)" ]; then
+    printf '%s\n' "$f: this run was trained with other flags; use another WORK_DIR" "  was: $(cat "$f")" \
+      "  now: $(flags $job)" >&2
+    exit 2
+  fi
 done
 for job in "${jobs_list[@]}"; do
   run $job &

@@ -3,6 +3,7 @@ tree source, en-de and en-fr, the transformer beside tree2seq, checkpoint averag
 trees' quality and the results table."""
 
 import re
+import subprocess
 import sys
 
 from conftest import REPO, SHARED, run_command
@@ -60,3 +61,25 @@ def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
     assert [r[0] for r in rows] == ["transformer", "tree2seq_trivial"] * 2
     assert all(r[-3] == "4" and r[-1] == "cpu" for r in rows)
     assert rows[1][1:3] == ["— / 38.3", "— / 40.9"] and rows[0][1:3] == ["—", "—"]
+
+    # a finished run is not retrained with other flags under its name: the rerun stops before any training
+    script = ("bash", REPO / "scripts" / "train_tree2seq_multi30k.sh", bin_, work)
+    other = {**settings, "TREE_EXTRA": ""}
+    proc = subprocess.run(["env", *(f"{k}={v}" for k, v in other.items()), *map(str, script)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2
+    assert "ckpt/de/tree2seq_trivial_s1/flags.txt: this run was trained with other flags" in proc.stderr
+    assert "--tree-batch-by leaves" in proc.stderr  # the "was:" line
+    # more UPDATES continue the finished runs from checkpoint_last.pt (to 6, not from scratch), rescored
+    before = (work / "ckpt" / "de" / "transformer_s1" / "test.gen").stat().st_mtime
+    run_command("env", *(f"{k}={v}" for k, v in {**settings, "TGTS": "de", "UPDATES": "6"}.items()), *script)
+    for name in ("transformer", "tree2seq_trivial"):
+        run = work / "ckpt" / "de" / f"{name}_s1"
+        log = (run / "train.log").read_text()
+        assert re.search(r"Loaded checkpoint \S+checkpoint_last.pt \(epoch \d+ @ 4 updates\)", log)
+        kept = sorted(int(p.stem.rsplit("_", 1)[1]) for p in run.glob("checkpoint_*_*.pt"))
+        assert kept == [4, 6]
+    assert (work / "ckpt" / "de" / "transformer_s1" / "test.gen").stat().st_mtime > before
+    rows = [[c.strip() for c in r.split("|")[1:-1]] for r in (work / "results.md").read_text().splitlines()
+            if r.startswith("| t")]
+    assert [r[-3] for r in rows] == ["6", "6"]
