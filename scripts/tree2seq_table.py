@@ -6,12 +6,17 @@ variance), its training (updates, wall minutes, device) and the quality of its t
 treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
 
     python scripts/tree2seq_table.py WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
+
+A row lists the seeds among ``--seeds`` that were run (a run directory exists; the others are named on
+stderr), so a table can gather rows trained to different numbers of seeds; a run directory without a scored
+test.gen is an error. The difference to the transformer pairs the seeds that both have.
 """
 
 import argparse
 import json
 import re
 import statistics
+import sys
 from pathlib import Path
 
 
@@ -47,9 +52,9 @@ def quality(work: Path, src: str) -> str:
 
 
 def mean_sd(values: list, signed: bool = False) -> str:
-    """'mean ± sample sd' (sd 0 for one value), two decimals; ``signed``: '+' on positive means."""
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):{'+' if signed else ''}.2f} ± {sd:.2f}"
+    """'mean ± sample sd', two decimals ('value (one seed)' for one value); ``signed``: '+' on positive means."""
+    mean = f"{statistics.mean(values):{'+' if signed else ''}.2f}"
+    return f"{mean} ± {statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean} (one seed)"
 
 
 def main():
@@ -63,22 +68,27 @@ def main():
     work = Path(args.work)
     for tgt in args.tgts:
         print(f"\n**en-{tgt}**, test 2016 (sacreBLEU, detokenized, beam 5, averaged checkpoints)\n")
-        print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | BLEU per seed | mean ± sd | "
+        print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | seeds | BLEU per seed | mean ± sd | "
               "− transformer, same seed | updates | train min (per run) | device |")
-        print("|---|---|---|---|---:|---:|---:|---:|---|")
-        base = None
+        print("|---|---|---|---|---|---:|---:|---:|---:|---|")
+        base = {}
         for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
-            runs = [work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds]
-            scores = [bleu(r / "test.gen") for r in runs]
+            runs = {s: work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds}
+            missing = [s for s, r in runs.items() if not r.is_dir()]
+            if missing:
+                print(f"{work}/ckpt/{tgt}/{name}: no run for seed(s) {' '.join(missing)}", file=sys.stderr)
+            runs = {s: r for s, r in runs.items() if s not in missing}
+            if not runs:
+                continue
+            scores = {s: bleu(r / "test.gen") for s, r in runs.items()}
             base = scores if name == "transformer" else base
-            logs = [training(r / "train.log") for r in runs]
+            logs = [training(r / "train.log") for r in runs.values()]
             q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
-            paired = base is not None and name != "transformer"
-            delta = mean_sd([a - b for a, b in zip(scores, base)], signed=True) if paired else "—"
-            print(f"| {name} | {q} | {' / '.join(f'{b:.2f}' for b in scores)} | {mean_sd(scores)} | {delta} | "
+            paired = [scores[s] - base[s] for s in scores if s in base] if name != "transformer" else []
+            print(f"| {name} | {q} | {' / '.join(runs)} | {' / '.join(f'{b:.2f}' for b in scores.values())} | "
+                  f"{mean_sd(list(scores.values()))} | {mean_sd(paired, signed=True) if paired else '—'} | "
                   f"{' / '.join(str(u) for u, _, _ in logs)} | "
                   f"{statistics.mean(m for _, m, _ in logs):.1f} | {logs[0][2]} |")
-
 
 if __name__ == "__main__":
     main()

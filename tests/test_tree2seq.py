@@ -393,13 +393,28 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
                           "--seeds", "1", "2"], capture_output=True, text=True, check=True).stdout
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in out.splitlines()
             if r.startswith("| transformer") or r.startswith("| tree2seq")}
-    assert rows["transformer"] == ["—", "—", "33.00 / 35.00", "34.00 ± 1.41", "—",
+    assert rows["transformer"] == ["—", "—", "1 / 2", "33.00 / 35.00", "34.00 ± 1.41", "—",
                                    "1500 / 1500", "50.0", "cpu"]
-    assert rows["tree2seq_lal"] == ["77.8 / 81.5", "80.8 / 83.0", "34.00 / 35.00", "34.50 ± 0.71", "+0.50 ± 0.71",
-                                    "1500 / 1500", "50.0", "cpu"]
+    assert rows["tree2seq_lal"] == ["77.8 / 81.5", "80.8 / 83.0", "1 / 2", "34.00 / 35.00", "34.50 ± 0.71",
+                                    "+0.50 ± 0.71", "1500 / 1500", "50.0", "cpu"]
     no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                               "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
     assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
+    # a source run with seed 2 only: its row has that seed, paired with the transformer's seed 2 (35.5 - 35.0);
+    # the absent seed is named on stderr; a run directory without a scored test.gen is an error
+    d = tmp_path / "ckpt" / "de" / "tree2seq_trivial_s2"
+    d.mkdir()
+    (d / "test.gen").write_text("BLEU = 35.50 66.0/41.0/27.0/18.0\n")
+    (d / "train.log").write_text("| num_updates 1500 | wall 600\n")
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+                           "trivial", "--seeds", "1", "2"], capture_output=True, text=True, check=True)
+    trivial = [r for r in proc.stdout.splitlines() if r.startswith("| tree2seq_trivial")][0]
+    assert "| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | 1500 | 10.0 |" in trivial
+    assert "ckpt/de/tree2seq_trivial: no run for seed(s) 1" in proc.stderr
+    (d / "test.gen").write_text("Generate test with beam=5:\n")
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
+                           "--seeds", "1", "2"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: no 'BLEU = ' line" in proc.stderr
 
 
 def _train_batches(task_name, data_bin, *extra, max_tokens=400):
