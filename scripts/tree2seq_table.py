@@ -21,6 +21,8 @@ from pathlib import Path
 
 
 def bleu(gen: Path) -> float:
+    if not gen.is_file():
+        raise SystemExit(f"{gen}: missing (the run has not finished, or its generation failed)")
     m = re.search(r"BLEU = ([\d.]+)", gen.read_text())
     if not m:
         raise SystemExit(f"{gen}: no 'BLEU = ' line (generation failed or was cut)")

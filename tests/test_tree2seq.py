@@ -415,6 +415,10 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
                            "--seeds", "1", "2"], capture_output=True, text=True)
     assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: no 'BLEU = ' line" in proc.stderr
+    (d / "test.gen").unlink()
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
+                           "--seeds", "1", "2"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: missing" in proc.stderr
 
 
 def _train_batches(task_name, data_bin, *extra, max_tokens=400):
