@@ -2,8 +2,8 @@
 """The results table of ``scripts/train_tree2seq_multi30k.sh``: per target language, each model's test BLEU
 (per seed, mean ± sd), its difference to the transformer trained with the same seed (mean ± sd of the
 per-seed differences: seeds fix the initialisation and batch order, so the pairing removes part of the seed
-variance), its training (updates, wall minutes, device) and the quality of its trees on gold
-treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
+variance) with each seed's paired bootstrap p-value (sacreBLEU's), its training (updates, wall minutes,
+device) and the quality of its trees on gold treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
 
     python scripts/tree2seq_table.py WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
 
@@ -27,6 +27,37 @@ def bleu(gen: Path) -> float:
     if not m:
         raise SystemExit(f"{gen}: no 'BLEU = ' line (generation failed or was cut)")
     return float(m.group(1))
+
+
+def outputs(gen: Path):
+    """-> (detokenized hypotheses, references) of a fairseq-generate log (D- and T- lines), in sentence order."""
+    hyps, refs = {}, {}
+    for line in gen.read_text(encoding="utf-8").splitlines():
+        if line.startswith("D-"):
+            i, _, text = line[2:].split("\t", 2)
+            hyps[int(i)] = text
+        elif line.startswith("T-"):
+            i, text = line[2:].split("\t", 1)
+            refs[int(i)] = text
+    if not hyps or hyps.keys() != refs.keys():
+        raise SystemExit(f"{gen}: {len(hyps)} D- lines and {len(refs)} T- lines for different sentences")
+    return [hyps[i] for i in sorted(hyps)], [refs[i] for i in sorted(hyps)]
+
+
+def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
+    """p-value of the BLEU difference between two systems' test outputs by sacreBLEU's paired bootstrap
+    resampling (Koehn, 2004; sacrebleu --paired-bs, same seed 12345): how often resampled test sets give
+    a difference at least this far from the resampled mean."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    base, refs = outputs(base_gen)
+    hyps, other_refs = outputs(gen)
+    if other_refs != refs:
+        raise SystemExit(f"{gen} and {base_gen}: the references differ (not the same test set)")
+    _, scores = PairedTest([("baseline", base), ("system", hyps)], {"BLEU": BLEU()}, [refs], test_type="bs",
+                           n_samples=samples)()
+    return scores["BLEU"][1].p_value
 
 
 def training(log: Path):
@@ -71,8 +102,8 @@ def main():
     for tgt in args.tgts:
         print(f"\n**en-{tgt}**, test 2016 (sacreBLEU, detokenized, beam 5, averaged checkpoints)\n")
         print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | seeds | BLEU per seed | mean ± sd | "
-              "− transformer, same seed | updates | train min (per run) | device |")
-        print("|---|---|---|---|---|---:|---:|---:|---:|---|")
+              "− transformer, same seed | p per seed (paired bootstrap) | updates | train min (per run) | device |")
+        print("|---|---|---|---|---|---:|---:|---|---:|---:|---|")
         base = {}
         for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
             runs = {s: work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds}
@@ -86,11 +117,15 @@ def main():
             base = scores if name == "transformer" else base
             logs = [training(r / "train.log") for r in runs.values()]
             q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
-            paired = [scores[s] - base[s] for s in scores if s in base] if name != "transformer" else []
+            pairs = [s for s in scores if s in base] if name != "transformer" else []
+            paired = [scores[s] - base[s] for s in pairs]
+            p = [paired_p(work / "ckpt" / tgt / f"transformer_s{s}" / "test.gen", runs[s] / "test.gen")
+                 for s in pairs]
             print(f"| {name} | {q} | {' / '.join(runs)} | {' / '.join(f'{b:.2f}' for b in scores.values())} | "
                   f"{mean_sd(list(scores.values()))} | {mean_sd(paired, signed=True) if paired else '—'} | "
-                  f"{' / '.join(str(u) for u, _, _ in logs)} | "
+                  f"{' / '.join(f'{x:.3f}' for x in p) or '—'} | {' / '.join(str(u) for u, _, _ in logs)} | "
                   f"{statistics.mean(m for _, m, _ in logs):.1f} | {logs[0][2]} |")
+
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,13 +377,21 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     """scripts/tree2seq_table.py: BLEU per seed, mean ± sample sd, and the per-seed difference to the
     transformer of the same seed (hand-computed: 34.0 - 33.0 = +1.0, 35.0 - 35.0 = 0.0 -> +0.50 ± 0.71), its
     updates / minutes / device from the fairseq-train log (a resumed run's last count), F1 / UF1 from
-    quality/SRC/scores.jsonl."""
+    quality/SRC/scores.jsonl, the paired bootstrap p of each seed as sacreBLEU's CLI gives it."""
     runs = {"transformer": (33.0, 35.0), "tree2seq_lal": (34.0, 35.0)}
-    for name, scores in runs.items():
+    refs = (SHARED / "data" / "multi30k" / "test.de").read_text(encoding="utf-8").splitlines()[:40]
+    order = [(7 * i) % 40 for i in range(40)]  # fairseq-generate prints sentences out of order
+    for k, (name, scores) in enumerate(runs.items()):
         for seed, b in zip((1, 2), scores):
             d = tmp_path / "ckpt" / "de" / f"{name}_s{seed}"
             d.mkdir(parents=True)
-            (d / "test.gen").write_text(f"Generate test with beam=5: BLEU = {b:.2f} 66.0/41.0/27.0/18.0\n")
+            # hypotheses: the reference without one word, a different word per system and seed
+            hyps = [" ".join(w for j, w in enumerate(r.split()) if j != (i + 2 * k + seed) % 5)
+                    for i, r in enumerate(refs)]
+            lines = [f"T-{i}\t{refs[i]}\nH-{i}\t-0.5\t{hyps[i]} .\nD-{i}\t-0.5\t{hyps[i]}\n" for i in order]
+            (d / "test.gen").write_text("".join(lines) + f"Generate test with beam=5: BLEU = {b:.2f} 66/41/27/18\n",
+                                        encoding="utf-8")
+            (d / "hyps.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
             (d / "train.log").write_text(
                 "Namespace(..., 'cpu': True, ...)\n| num_updates 1000 | train_wall 50 | wall 1500\n"
                 "| num_updates 1500 | train_wall 90 | wall 3000\ndone training in 3001.0 seconds\n")
@@ -393,10 +402,20 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
                           "--seeds", "1", "2"], capture_output=True, text=True, check=True).stdout
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in out.splitlines()
             if r.startswith("| transformer") or r.startswith("| tree2seq")}
-    assert rows["transformer"] == ["—", "—", "1 / 2", "33.00 / 35.00", "34.00 ± 1.41", "—",
+    # p per seed: sacreBLEU's own CLI (--paired-bs, its default seed) on the same outputs in sentence order
+    (tmp_path / "refs.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    p = []
+    for seed in (1, 2):
+        cli = subprocess.run([Path(sys.executable).parent / "sacrebleu", tmp_path / "refs.txt", "-i",
+                              tmp_path / "ckpt" / "de" / f"transformer_s{seed}" / "hyps.txt",
+                              tmp_path / "ckpt" / "de" / f"tree2seq_lal_s{seed}" / "hyps.txt", "--paired-bs",
+                              "-m", "bleu", "-f", "text"], capture_output=True, text=True, check=True).stdout
+        p.append(f"{float(re.search(r'p = ([0-9.]+)', cli).group(1)):.3f}")
+    assert p[0] != p[1]
+    assert rows["transformer"] == ["—", "—", "1 / 2", "33.00 / 35.00", "34.00 ± 1.41", "—", "—",
                                    "1500 / 1500", "50.0", "cpu"]
     assert rows["tree2seq_lal"] == ["77.8 / 81.5", "80.8 / 83.0", "1 / 2", "34.00 / 35.00", "34.50 ± 0.71",
-                                    "+0.50 ± 0.71", "1500 / 1500", "50.0", "cpu"]
+                                    "+0.50 ± 0.71", " / ".join(p), "1500 / 1500", "50.0", "cpu"]
     no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                               "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
     assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
@@ -404,14 +423,15 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     # the absent seed is named on stderr; a run directory without a scored test.gen is an error
     d = tmp_path / "ckpt" / "de" / "tree2seq_trivial_s2"
     d.mkdir()
-    (d / "test.gen").write_text("BLEU = 35.50 66.0/41.0/27.0/18.0\n")
+    (d / "test.gen").write_text((tmp_path / "ckpt" / "de" / "tree2seq_lal_s2" / "test.gen").read_text(
+        encoding="utf-8").replace("BLEU = 35.00", "BLEU = 35.50"), encoding="utf-8")
     (d / "train.log").write_text("| num_updates 1500 | wall 600\n")
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                            "trivial", "--seeds", "1", "2"], capture_output=True, text=True, check=True)
     trivial = [r for r in proc.stdout.splitlines() if r.startswith("| tree2seq_trivial")][0]
-    assert "| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | 1500 | 10.0 |" in trivial
+    assert f"| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | {p[1]} | 1500 | 10.0 |" in trivial
     assert "ckpt/de/tree2seq_trivial: no run for seed(s) 1" in proc.stderr
-    (d / "test.gen").write_text("Generate test with beam=5:\n")
+    (d / "test.gen").write_text("Generate test with beam=5:\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
                            "--seeds", "1", "2"], capture_output=True, text=True)
     assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: no 'BLEU = ' line" in proc.stderr
