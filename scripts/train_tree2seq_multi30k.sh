@@ -93,18 +93,18 @@ done
 
 # 3. train: identical flags and updates for every model (scripts/multi30k_flags.sh: 3+3 layers, d 256)
 source "$REPO/scripts/multi30k_flags.sh"
-COMMON=("${MULTI30K_FLAGS[@]}" --max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
+# how long to train and what to keep: may change between reruns of a run (more UPDATES continue it)
+SCHEDULE=(--max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
-  --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0 "${DEV_FLAGS[@]}" ${EXTRA:-})
-flags() {  # tgt name seed data task arch -> the run's training flags but --max-update / --patience, one line
+  --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0)
+flags() {  # tgt name seed data task arch -> the flags that make the run what it is, one line (its flags.txt)
   local extra=()
   [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
   echo "$4 --task $5 --arch $6 --seed $3 -s en -t $1 ${MULTI30K_FLAGS[*]} ${DEV_FLAGS[*]} ${EXTRA:-} ${extra[*]}"
 }
 trained_updates() { grep -o "num_updates[= ][0-9]*" "$1/train.log" 2>/dev/null | tail -n 1 | grep -o "[0-9]*$" || echo 0; }
 run() {  # tgt name seed data task arch
-  local dir=$WORK/ckpt/$1/$2_s$3 extra=()
-  [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
+  local dir=$WORK/ckpt/$1/$2_s$3
   if [ -f "$dir/.done" ]; then
     # done, unless UPDATES grew (and no --patience stopped it): then it goes on from checkpoint_last.pt
     { [ "$PATIENCE" -gt 0 ] || [ "$(trained_updates "$dir")" -ge "$UPDATES" ]; } && return 0
@@ -112,9 +112,10 @@ run() {  # tgt name seed data task arch
   fi
   mkdir -p "$dir"
   flags "$@" > "$dir/flags.txt"
-  # resumes from checkpoint_last.pt when there is one
-  fairseq-train "$4" --user-dir "$REPO/fairseq_tree" --task "$5" --arch "$6" --seed "$3" -s en -t "$1" \
-    "${COMMON[@]}" "${extra[@]}" --save-dir "$dir" >> "$dir/train.log" 2>&1 && touch "$dir/.done"
+  # exactly the flags recorded (word-split as before: none holds a space), after the schedule so that EXTRA and
+  # TREE_EXTRA still override it; resumes from checkpoint_last.pt when there is one
+  fairseq-train --user-dir "$REPO/fairseq_tree" "${SCHEDULE[@]}" --save-dir "$dir" $(flags "$@") \
+    >> "$dir/train.log" 2>&1 && touch "$dir/.done"
 }
 jobs_list=()
 for tgt in $TGTS; do

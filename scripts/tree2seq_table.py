@@ -104,7 +104,7 @@ def main():
         print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | seeds | BLEU per seed | mean ± sd | "
               "− transformer, same seed | p per seed (paired bootstrap) | updates | train min (per run) | device |")
         print("|---|---|---|---|---|---:|---:|---|---:|---:|---|")
-        base = {}
+        base, base_runs = {}, {}
         for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
             runs = {s: work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds}
             missing = [s for s, r in runs.items() if not r.is_dir()]
@@ -114,13 +114,13 @@ def main():
             if not runs:
                 continue
             scores = {s: bleu(r / "test.gen") for s, r in runs.items()}
-            base = scores if name == "transformer" else base
+            if name == "transformer":
+                base, base_runs = scores, runs
             logs = [training(r / "train.log") for r in runs.values()]
             q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
             pairs = [s for s in scores if s in base] if name != "transformer" else []
             paired = [scores[s] - base[s] for s in pairs]
-            p = [paired_p(work / "ckpt" / tgt / f"transformer_s{s}" / "test.gen", runs[s] / "test.gen")
-                 for s in pairs]
+            p = [paired_p(base_runs[s] / "test.gen", runs[s] / "test.gen") for s in pairs]
             print(f"| {name} | {q} | {' / '.join(runs)} | {' / '.join(f'{b:.2f}' for b in scores.values())} | "
                   f"{mean_sd(list(scores.values()))} | {mean_sd(paired, signed=True) if paired else '—'} | "
                   f"{' / '.join(f'{x:.3f}' for x in p) or '—'} | {' / '.join(str(u) for u, _, _ in logs)} | "
