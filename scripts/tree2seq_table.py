@@ -61,7 +61,8 @@ def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
 
 
 def training(log: Path):
-    """-> (updates, wall minutes, device) from a fairseq-train log (resumed runs append to it)."""
+    """-> (updates, wall minutes, device, last validation loss or None, mean sentences per update or None) from
+    a fairseq-train log (resumed runs append to it)."""
     text = log.read_text()
     updates = re.findall(r"num_updates[= ](\d+)", text)
     wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
@@ -70,17 +71,22 @@ def training(log: Path):
     # each run segment logs its own "done training"; fairseq's wall meter continues across resumes
     seconds = max(sum(float(d) for d in done), float(wall[-1]) if wall else 0.0)
     minutes = seconds / 60 if done or wall else float("nan")
-    return int(updates[-1]) if updates else 0, minutes, device
+    valid = re.findall(r"valid on 'valid' subset \| loss ([\d.]+)", text)
+    # the epoch summaries (" | train | "), not the train_inner lines: each gives its epoch's mean batch size
+    bsz = re.findall(r"\| train \| epoch \d+ \|.*?\| bsz ([\d.]+) \|", text)
+    return (int(updates[-1]) if updates else 0, minutes, device, float(valid[-1]) if valid else None,
+            statistics.mean(float(b) for b in bsz) if bsz else None)
+
+
+def quality_scores(work: Path, src: str) -> list:
+    """-> the records of quality/SRC/scores.jsonl (wsj22, then ptb_sample/valid), [] when not scored."""
+    path = work / "quality" / src / "scores.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def quality(work: Path, src: str) -> str:
-    path = work / "quality" / src / "scores.jsonl"
-    if not path.exists():
-        return "— | —"
-    cells = []
-    for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip()):
-        f1 = f"{r['f1']:.1f}" if r["f1"] is not None else "—"
-        cells.append(f"{f1} / {r['uf1']:.1f}")
+    cells = [f"{r['f1']:.1f}" if r["f1"] is not None else "—" for r in quality_scores(work, src)]
+    cells = [f"{f1} / {r['uf1']:.1f}" for f1, r in zip(cells, quality_scores(work, src))]
     return " | ".join(cells[:2] + ["—"] * (2 - len(cells[:2])))
 
 
@@ -90,6 +96,30 @@ def mean_sd(values: list, signed: bool = False) -> str:
     return f"{mean} ± {statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean} (one seed)"
 
 
+def plot(points: dict, path: str):
+    """BLEU − transformer (each seed a dot, the mean ± sd a bar) against the trees' wsj22 UF1, a panel per
+    target. points: {tgt: [(source, uf1, [difference per seed])]}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(points), figsize=(5 * len(points), 3.6), squeeze=False)
+    for ax, (tgt, rows) in zip(axes[0], points.items()):
+        for src, uf1, diffs in rows:
+            ax.scatter([uf1] * len(diffs), diffs, s=14, alpha=0.6)
+            sd = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+            ax.errorbar([uf1], [statistics.mean(diffs)], yerr=[sd], fmt="s", color="black", capsize=3)
+            ax.annotate(f"{src}, n={len(diffs)}", (uf1, statistics.mean(diffs)), textcoords="offset points",
+                        xytext=(6, 4), fontsize=8)
+        ax.axhline(0.0, color="gray", linestyle="--", linewidth=0.8)
+        ax.set_xlabel("trees: wsj22 UF1")
+        ax.set_ylabel("BLEU − transformer (same seed)")
+        ax.set_title(f"en-{tgt}, test 2016")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work")
@@ -97,13 +127,16 @@ def main():
     ap.add_argument("--trees", nargs="+", default=["stanza", "trivial"])
     ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
     ap.add_argument("--no-baseline", action="store_true", help="no transformer row (BASELINE=0 runs)")
+    ap.add_argument("--png", help="also draw BLEU − transformer against the trees' wsj22 UF1 into this file")
     args = ap.parse_args()
     work = Path(args.work)
+    points = {}
     for tgt in args.tgts:
         print(f"\n**en-{tgt}**, test 2016 (sacreBLEU, detokenized, beam 5, averaged checkpoints)\n")
         print("| model | trees: wsj22 F1 / UF1 | ptb_sample/valid F1 / UF1 | seeds | BLEU per seed | mean ± sd | "
-              "− transformer, same seed | p per seed (paired bootstrap) | updates | train min (per run) | device |")
-        print("|---|---|---|---|---|---:|---:|---|---:|---:|---|")
+              "− transformer, same seed | p per seed (paired bootstrap) | valid loss | sentences per update | "
+              "updates | train min (per run) | device |")
+        print("|---|---|---|---|---|---:|---:|---|---|---:|---|---:|---|")
         base, base_runs = {}, {}
         for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
             runs = {s: work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds}
@@ -117,14 +150,24 @@ def main():
             if name == "transformer":
                 base, base_runs = scores, runs
             logs = [training(r / "train.log") for r in runs.values()]
-            q = quality(work, name[len("tree2seq_"):]) if name != "transformer" else "— | —"
-            pairs = [s for s in scores if s in base] if name != "transformer" else []
+            src = name[len("tree2seq_"):] if name != "transformer" else None
+            pairs = [s for s in scores if s in base] if src else []
             paired = [scores[s] - base[s] for s in pairs]
             p = [paired_p(base_runs[s] / "test.gen", runs[s] / "test.gen") for s in pairs]
-            print(f"| {name} | {q} | {' / '.join(runs)} | {' / '.join(f'{b:.2f}' for b in scores.values())} | "
-                  f"{mean_sd(list(scores.values()))} | {mean_sd(paired, signed=True) if paired else '—'} | "
-                  f"{' / '.join(f'{x:.3f}' for x in p) or '—'} | {' / '.join(str(u) for u, _, _ in logs)} | "
-                  f"{statistics.mean(m for _, m, _ in logs):.1f} | {logs[0][2]} |")
+            if paired and quality_scores(work, src):
+                points.setdefault(tgt, []).append((src, quality_scores(work, src)[0]["uf1"], paired))
+            losses = " / ".join(f"{v:.3f}" if v is not None else "—" for _, _, _, v, _ in logs)
+            bsz = [b for *_, b in logs if b is not None]
+            print(f"| {name} | {quality(work, src) if src else '— | —'} | {' / '.join(runs)} | "
+                  f"{' / '.join(f'{b:.2f}' for b in scores.values())} | {mean_sd(list(scores.values()))} | "
+                  f"{mean_sd(paired, signed=True) if paired else '—'} | "
+                  f"{' / '.join(f'{x:.3f}' for x in p) or '—'} | {losses} | "
+                  f"{f'{statistics.mean(bsz):.0f}' if bsz else '—'} | {' / '.join(str(u) for u, *_ in logs)} | "
+                  f"{statistics.mean(m for _, m, *_ in logs):.1f} | {logs[0][2]} |")
+    if args.png:
+        if not points:
+            raise SystemExit("--png: no tree source has both paired seeds and quality/SRC/scores.jsonl")
+        plot(points, args.png)
 
 
 if __name__ == "__main__":

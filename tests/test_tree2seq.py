@@ -392,9 +392,16 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
             (d / "test.gen").write_text("".join(lines) + f"Generate test with beam=5: BLEU = {b:.2f} 66/41/27/18\n",
                                         encoding="utf-8")
             (d / "hyps.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+            # fairseq-train's epoch summaries (train: bsz 200, then 230 -> 215 a update) and validations (the
+            # last loss is reported); the train_inner line's bsz is not an epoch's
             (d / "train.log").write_text(
-                "Namespace(..., 'cpu': True, ...)\n| num_updates 1000 | train_wall 50 | wall 1500\n"
-                "| num_updates 1500 | train_wall 90 | wall 3000\ndone training in 3001.0 seconds\n")
+                "Namespace(..., 'cpu': True, ...)\n"
+                "| INFO | train_inner | epoch 001:  5 / 9 loss=9.1, bsz=999.0, num_updates=500, wall=700\n"
+                "| INFO | train | epoch 001 | loss 9.0 | bsz 200 | num_updates 1000 | train_wall 50 | wall 1500\n"
+                f"| INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.{seed}23 | num_updates 1000\n"
+                "| INFO | train | epoch 002 | loss 8.0 | bsz 230 | num_updates 1500 | train_wall 90 | wall 3000\n"
+                f"| INFO | valid | epoch 002 | valid on 'valid' subset | loss 4.{k}{seed}1 | num_updates 1500\n"
+                "done training in 3001.0 seconds\n")
     q = tmp_path / "quality" / "lal"
     q.mkdir(parents=True)
     q.joinpath("scores.jsonl").write_text('{"f1": 77.81, "uf1": 81.49}\n{"f1": 80.81, "uf1": 83.02}\n')
@@ -413,12 +420,21 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
         p.append(f"{float(re.search(r'p = ([0-9.]+)', cli).group(1)):.3f}")
     assert p[0] != p[1]
     assert rows["transformer"] == ["—", "—", "1 / 2", "33.00 / 35.00", "34.00 ± 1.41", "—", "—",
-                                   "1500 / 1500", "50.0", "cpu"]
+                                   "4.011 / 4.021", "215", "1500 / 1500", "50.0", "cpu"]
     assert rows["tree2seq_lal"] == ["77.8 / 81.5", "80.8 / 83.0", "1 / 2", "34.00 / 35.00", "34.50 ± 0.71",
-                                    "+0.50 ± 0.71", " / ".join(p), "1500 / 1500", "50.0", "cpu"]
+                                    "+0.50 ± 0.71", " / ".join(p), "4.111 / 4.121", "215", "1500 / 1500", "50.0",
+                                    "cpu"]
+    # --png: the same differences drawn against the trees' wsj22 UF1
+    subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal", "--seeds",
+                    "1", "2", "--png", tmp_path / "bleu_vs_uf1.png"], capture_output=True, check=True)
+    assert (tmp_path / "bleu_vs_uf1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                               "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
     assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+                           "--seeds", "1", "2", "--no-baseline", "--png", tmp_path / "x.png"], capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "--png: no tree source has both paired seeds" in proc.stderr
     # a source run with seed 2 only: its row has that seed, paired with the transformer's seed 2 (35.5 - 35.0);
     # the absent seed is named on stderr; a run directory without a scored test.gen is an error
     d = tmp_path / "ckpt" / "de" / "tree2seq_trivial_s2"
@@ -429,7 +445,7 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                            "trivial", "--seeds", "1", "2"], capture_output=True, text=True, check=True)
     trivial = [r for r in proc.stdout.splitlines() if r.startswith("| tree2seq_trivial")][0]
-    assert f"| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | {p[1]} | 1500 | 10.0 |" in trivial
+    assert f"| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | {p[1]} | — | — | 1500 | 10.0 |" in trivial
     assert "ckpt/de/tree2seq_trivial: no run for seed(s) 1" in proc.stderr
     (d / "test.gen").write_text("Generate test with beam=5:\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
