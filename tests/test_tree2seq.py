@@ -457,17 +457,17 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: missing" in proc.stderr
 
 
-def _train_batches(task_name, data_bin, *extra, max_tokens=400):
-    """The sentence ids of each batch of epoch 1 of the train split, as fairseq-train would draw them."""
+def _train_batches(task_name, data_bin, *extra, max_tokens=400, split="train"):
+    """The sentence ids of each batch of epoch 1 of a split, as fairseq-train would draw them."""
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, [
         str(data_bin), "--user-dir", USER_DIR, "--task", task_name, "--arch", "transformer", "--cpu",
         "-s", "en", "-t", "xx", *extra])
     task = tasks.setup_task(args)
-    task.load_dataset("train")
-    itr = task.get_batch_iterator(task.dataset("train"), max_tokens=max_tokens, max_positions=(1024, 1024),
+    task.load_dataset(split)
+    itr = task.get_batch_iterator(task.dataset(split), max_tokens=max_tokens, max_positions=(1024, 1024),
                                   seed=3, epoch=1).next_epoch_itr(shuffle=True)
-    return task.dataset("train"), [batch["id"].tolist() for batch in itr]
+    return task.dataset(split), [batch["id"].tolist() for batch in itr]
 
 
 @pytest.mark.parametrize("batch_by", ["positions", "leaves"])
@@ -498,3 +498,53 @@ def test_tree_batch_by_leaves_draws_the_transformers_batches(data_bin):
     for d in (ds, _train_batches("tree_translation", data_bin)[0]):
         kept, ignored = d.filter_indices_by_size(np.arange(len(d)), (bound, 1024))
         assert sorted(ignored) == over and len(kept) == len(d) - len(over)
+
+
+def test_positions_matched_databin_appends_labels_and_batches_as_tree2seq(data_bin, tmp_path):
+    """scripts/make_positions_matched_databin.py: each source is its leaves then its node labels in post-order
+    (hand-read from the PTB trees: "Volume totaled 11,390,000 shares ." has the split words' NN and CD nodes,
+    then NP, VP, S; a one-word sentence split by BPE has its NNS node only), the target untouched;
+    positions_matched_translation draws fairseq's translation batches by default (the leaves) and tree2seq's
+    positions batches with --pm-batch-by positions, and --max-positions counts all n + m tokens."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    pm = tmp_path / "pm"
+    run = subprocess.run([sys.executable, REPO / "scripts" / "make_positions_matched_databin.py", data_bin, pm],
+                         capture_output=True, text=True, check=True)
+    assert "train: 64 sentences" in run.stderr and not (tmp_path / "pm.tmp").exists()
+    vocab, words = Dictionary.load(str(pm / "dict.en.txt")), Dictionary.load(str(data_bin / "dict.en.txt"))
+    assert vocab.symbols[: len(words)] == words.symbols and (pm / "dict.xx.txt").read_bytes() == (
+        pm / "dict.en.txt").read_bytes()
+    src = indexed_dataset.make_dataset(str(pm / "train.en-xx.en"), impl="mmap")
+    assert vocab.string(src[50]) == ("V@@ ol@@ ume totaled 1@@ 1@@ ,@@ 3@@ 9@@ 0@@ ,@@ 0@@ 00 shares . "
+                                     "<NN> <CD> <NP> <VP> <S>")
+    assert vocab.string(src[5]) == "Y@@ ie@@ l@@ d@@ s <NNS>"
+    assert np.load(pm / "train.en-xx.en.leaves.npy")[[5, 50]].tolist() == [5, 15]
+    for ext in ("bin", "idx"):
+        assert (pm / f"train.en-xx.xx.{ext}").read_bytes() == (data_bin / f"train.en-xx.xx.{ext}").read_bytes()
+    _, plain = _train_batches("translation", data_bin)
+    ds, leaves = _train_batches("positions_matched_translation", pm)
+    tree_ds, positions = _train_batches("tree_translation", data_bin)
+    # the same sentences in the same batches (collate orders a batch by its tokens, here n + m)
+    as_sets = lambda batches: [sorted(b) for b in batches]  # noqa: E731
+    assert as_sets(leaves) == as_sets(plain)
+    assert as_sets(_train_batches("positions_matched_translation", pm, "--pm-batch-by", "positions")[1]) == \
+        as_sets(positions)
+    assert ds.position_sizes.tolist() == (tree_ds.leaf_sizes + tree_ds.node_sizes).tolist()
+    bound = int(tree_ds.leaf_sizes.max()) + 1
+    kept, ignored = ds.filter_indices_by_size(np.arange(len(ds)), (bound, 1024))
+    assert sorted(ignored) == sorted(int(i) for i in np.flatnonzero(ds.position_sizes > bound)) != []
+    # fairseq's own CLIs train and decode a transformer on it
+    ckpt = tmp_path / "ckpt"
+    _sh(BIN / "fairseq-train", pm, "--task", "positions_matched_translation", "--user-dir", USER_DIR, "--arch",
+        "transformer", "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
+        "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+        "--share-all-embeddings", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "2000", "--max-update",
+        "3", "--cpu", "--num-workers", "0", "--no-epoch-checkpoints", "--save-dir", ckpt, "--log-format", "simple")
+    gen = _sh(BIN / "fairseq-generate", pm, "--task", "positions_matched_translation", "--user-dir", USER_DIR,
+              "--path", ckpt / "checkpoint_last.pt", "--gen-subset", "valid", "--beam", "2", "--max-len-b", "5",
+              "--batch-size", "64", "--cpu")
+    assert len(re.findall(r"^H-\d+", gen, flags=re.M)) == 64
+    (pm / "valid.en-xx.en.leaves.npy").unlink()
+    with pytest.raises(FileNotFoundError, match="valid.en-xx.en.leaves.npy: missing"):
+        _train_batches("positions_matched_translation", pm, split="valid")

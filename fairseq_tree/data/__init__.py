@@ -1,3 +1,7 @@
-from fairseq_tree.data.tree_language_pair_dataset import TreeLanguagePairDataset, collate_tree_side
+from fairseq_tree.data.tree_language_pair_dataset import (
+    LeafBatchedLanguagePairDataset,
+    TreeLanguagePairDataset,
+    collate_tree_side,
+)
 
-__all__ = ["TreeLanguagePairDataset", "collate_tree_side"]
+__all__ = ["LeafBatchedLanguagePairDataset", "TreeLanguagePairDataset", "collate_tree_side"]

@@ -3,7 +3,9 @@
 The leaves are the ordinary source dataset (no EOS); ``nodes`` [m] and ``spans`` [2m] (half-open,
 post-order, see ``fairseq_tree/trees/tree.py``) come from the ``.nodes`` and ``.spans`` datasets written by
 ``fairseq-tree-preprocess``. ``--max-source-positions`` counts leaves + nodes, the length the encoder attends
-over, and so does batching unless ``batch_by="leaves"`` (``--tree-batch-by``) counts the leaves only.
+over, and so does batching unless ``batch_by="leaves"`` (``--tree-batch-by``) counts the leaves only. The
+two-length batching is :class:`LeafBatchedLanguagePairDataset`, shared with the positions-matched control
+(``positions_matched_translation``: a plain source of n leaves + m label tokens).
 """
 
 from typing import List, Sequence
@@ -25,35 +27,48 @@ def collate_tree_side(nodes: Sequence[torch.Tensor], spans: Sequence[torch.Tenso
     return out_nodes, out_spans
 
 
-class TreeLanguagePairDataset(LanguagePairDataset):
-    """Adds ``net_input['src_nodes']`` [B, M] and ``net_input['src_spans']`` [B, M, 2] to each batch."""
+class LeafBatchedLanguagePairDataset(LanguagePairDataset):
+    """A ``LanguagePairDataset`` whose source has two lengths per sentence: its encoder positions (what
+    ``--max-source-positions`` is checked against) and its leaves (the words); ``batch_by`` says which one
+    fairseq's batching (``num_tokens``, ``num_tokens_vec``, ``ordered_indices``) reads as the source length.
+    ``batch_by="leaves"`` gives the batches that fairseq's translation task draws from the words alone.
 
-    def __init__(self, base: LanguagePairDataset, nodes, spans, label_dict, batch_by: str = "positions"):
+    position_sizes, leaf_sizes: [N] int arrays (leaf_sizes <= position_sizes)."""
+
+    def __init__(self, base: LanguagePairDataset, position_sizes, leaf_sizes, batch_by: str = "positions"):
         if batch_by not in ("positions", "leaves"):
             raise ValueError(f"batch_by must be 'positions' or 'leaves', not {batch_by!r}")
         self.__dict__.update(base.__dict__)
-        if len(nodes) != len(base) or len(spans) != len(base):
-            raise ValueError(f"tree side has {len(nodes)} node rows and {len(spans)} span rows "
-                             f"for {len(base)} sentences")
-        self.nodes, self.spans, self.label_dict = nodes, spans, label_dict
-        self.node_sizes = np.asarray(nodes.sizes if hasattr(nodes, "sizes") else [len(x) for x in nodes])
-        self.leaf_sizes = self.src_sizes
-        # the encoder attends over leaves + nodes: --max-positions filters by that length
-        self.position_sizes = self.leaf_sizes + self.node_sizes
+        self.position_sizes, self.leaf_sizes = np.asarray(position_sizes), np.asarray(leaf_sizes)
+        if len(self.position_sizes) != len(base) or len(self.leaf_sizes) != len(base):
+            raise ValueError(f"{len(self.position_sizes)} position and {len(self.leaf_sizes)} leaf sizes for "
+                             f"{len(base)} sentences")
         self.sizes = (np.vstack((self.position_sizes, self.tgt_sizes)).T if self.tgt_sizes is not None
                       else self.position_sizes)
-        # what fairseq's batching (num_tokens, num_tokens_vec, ordered_indices) reads as the source length:
-        # positions by default; "leaves" gives the batches a transformer on the same words would get
         self.src_sizes = self.position_sizes if batch_by == "positions" else self.leaf_sizes
-        self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
 
     def size(self, index):
-        """(leaves + nodes, target length): what --max-positions is checked against, whatever the batching."""
+        """(positions, target length): what --max-positions is checked against, whatever the batching."""
         return self.position_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0
 
     def filter_indices_by_size(self, indices, max_sizes):
         return data_utils.filter_paired_dataset_indices_by_size(self.position_sizes, self.tgt_sizes, indices,
                                                                 max_sizes)
+
+
+class TreeLanguagePairDataset(LeafBatchedLanguagePairDataset):
+    """Adds ``net_input['src_nodes']`` [B, M] and ``net_input['src_spans']`` [B, M, 2] to each batch; the
+    encoder attends over leaves + nodes, its positions."""
+
+    def __init__(self, base: LanguagePairDataset, nodes, spans, label_dict, batch_by: str = "positions"):
+        if len(nodes) != len(base) or len(spans) != len(base):
+            raise ValueError(f"tree side has {len(nodes)} node rows and {len(spans)} span rows "
+                             f"for {len(base)} sentences")
+        self.nodes, self.spans, self.label_dict = nodes, spans, label_dict
+        self.node_sizes = np.asarray(nodes.sizes if hasattr(nodes, "sizes") else [len(x) for x in nodes])
+        leaves = np.asarray(base.src_sizes)
+        super().__init__(base, leaves + self.node_sizes, leaves, batch_by)
+        self.on_collate = None  # optional callback(batch): fairseq-interactive's side channel (side_channels.py)
 
     def __getitem__(self, index):
         item = super().__getitem__(index)
