@@ -10,6 +10,10 @@
 #                                and POS tags), lal (LAL_MODEL=CKPT, a lal_parser trained --no-pos-tags), induced
 #                                (INDUCED_MODEL=CKPT, a structformer / constituent_transformer); LAL_DATA / INDUCED_DATA:
 #                                their data directories when not the ones recorded in the checkpoints
+#        MATCHED=""              tree sources whose positions-matched transformer is trained too (transformer_pm_SRC:
+#                                fairseq's transformer on the leaves followed by the node labels of SRC's trees,
+#                                scripts/make_positions_matched_databin.py; as many encoder positions as tree2seq,
+#                                no tree; batched as TREE_EXTRA's --tree-batch-by says)
 #        TGTS="de"               target languages (de fr: en-fr gets its own joint BPE and dictionary, shared
 #                                by its runs)
 #        SEEDS="1 2 3"  UPDATES=6000 (--max-update; rerun with more to continue finished runs from their
@@ -21,7 +25,7 @@
 #        QUALITY=1 (0: no parser F1)  EXTRA="..." more fairseq-train flags  GEN_EXTRA="..." more fairseq-generate flags
 #        TREE_EXTRA="..." more fairseq-train flags of the tree2seq runs only (e.g. --tree-batch-by leaves: the
 #                         transformer's batches, for a comparison at equal sentences per update)
-# Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/, WORK/ckpt/TGT/NAME_sSEED/ (train.log, flags.txt: a rerun
+# Writes WORK/trees/SRC/, WORK/data-bin/SRC.en-TGT/ (and pm_SRC.en-TGT/), WORK/ckpt/TGT/NAME_sSEED/ (train.log, flags.txt: a rerun
 # with other flags stops, checkpoint_avg.pt, test.gen), WORK/quality/SRC/ and WORK/results.md.
 set -euo pipefail
 BIN=$(cd "${1:?DATA_BIN}" && pwd)
@@ -37,7 +41,8 @@ recorded() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['comm
 M30K=${M30K:-$(dirname "$(recorded trainpref)")}
 STANZA_DIR=${STANZA_DIR:-$(recorded stanza_model_dir)}
 MERGES=$(recorded bpe_merges)
-TREES=${TREES:-stanza trivial}
+TREES=${TREES-stanza trivial}  # may be empty (MATCHED runs only)
+MATCHED=${MATCHED:-}
 TGTS=${TGTS:-de}
 SEEDS=${SEEDS:-1 2 3}
 UPDATES=${UPDATES:-6000}
@@ -53,7 +58,8 @@ preprocess() { "$PY" -m fairseq_tree.preprocess.cli -s en --trainpref "$M30K/tra
   --testpref "$M30K/test" --joined-dictionary --on-error fail --workers 2 "$@"; }
 
 # 1. the trees of each source, over the words of DATA_BIN's English side (checked by fairseq-tree-preprocess)
-for src in $TREES; do
+SOURCES=$(printf '%s\n' $TREES $MATCHED | awk '!seen[$0]++' | xargs)  # a positions-matched source needs its trees
+for src in $SOURCES; do
   T=$WORK/trees/$src
   [ -f "$T/.done" ] && continue
   mkdir -p "$T"
@@ -75,7 +81,7 @@ for src in $TREES; do
 done
 
 # 2. one data-bin per tree source and target; a target's runs share its BPE codes and joint dictionary
-databin() {  # src tgt -> path
+databin() {  # src (or pm_SRC) tgt -> path
   if [ "$2" = de ] && [ "$1" = stanza ]; then echo "$BIN"; else echo "$WORK/data-bin/$1.en-$2"; fi
 }
 for tgt in $TGTS; do
@@ -84,10 +90,15 @@ for tgt in $TGTS; do
     # over DATA_BIN's (stanza) trees, whatever TREES holds: the transformer and every tree source share it
     preprocess -t "$tgt" --parser given --trees-dir "$BIN" --bpe-merges "$MERGES" --destdir "$REF"
   fi
-  for src in $TREES; do
+  for src in $SOURCES; do
     D=$(databin "$src" "$tgt")
     [ -f "$D/preprocess.json" ] || preprocess -t "$tgt" --parser given --trees-dir "$WORK/trees/$src" \
       --bpe-codes "$REF/bpe.codes" --srcdict "$REF/dict.en.txt" --destdir "$D"
+  done
+  for src in $MATCHED; do
+    PM=$(databin "pm_$src" "$tgt")
+    [ -f "$PM/positions_matched.json" ] \
+      || "$PY" "$REPO/scripts/make_positions_matched_databin.py" "$(databin "$src" "$tgt")" "$PM"
   done
 done
 
@@ -97,9 +108,12 @@ source "$REPO/scripts/multi30k_flags.sh"
 SCHEDULE=(--max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
   --keep-best-checkpoints 0 --log-format simple --log-interval 100 --num-workers 0)
+# the positions-matched transformers batch as the tree2seq runs do: by the leaves or by all positions
+PM_FLAGS=(--pm-batch-by "$([[ " ${TREE_EXTRA:-} " == *" --tree-batch-by leaves "* ]] && echo leaves || echo positions)")
 flags() {  # tgt name seed data task arch -> the flags that make the run what it is, one line (its flags.txt)
   local extra=()
   [ "$5" = tree_translation ] && extra=(${TREE_EXTRA:-})
+  [ "$5" = positions_matched_translation ] && extra=("${PM_FLAGS[@]}")
   echo "$4 --task $5 --arch $6 --seed $3 -s en -t $1 ${MULTI30K_FLAGS[*]} ${DEV_FLAGS[*]} ${EXTRA:-} ${extra[*]}"
 }
 trained_updates() { grep -o "num_updates[= ][0-9]*" "$1/train.log" 2>/dev/null | tail -n 1 | grep -o "[0-9]*$" || echo 0; }
@@ -125,6 +139,9 @@ for tgt in $TGTS; do
     fi
     for src in $TREES; do
       jobs_list+=("$tgt tree2seq_$src $seed $(databin "$src" "$tgt") tree_translation tree2seq")
+    done
+    for src in $MATCHED; do
+      jobs_list+=("$tgt transformer_pm_$src $seed $(databin "pm_$src" "$tgt") positions_matched_translation transformer")
     done
   done
 done
@@ -183,5 +200,5 @@ if [ "$QUALITY" = 1 ]; then
   done
 fi
 
-"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES --seeds $SEEDS \
+"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES ${MATCHED:+--matched $MATCHED} --seeds $SEEDS \
   $([ "$BASELINE" = 1 ] || echo --no-baseline) | tee "$WORK/results.md"

@@ -9,7 +9,10 @@ device) and the quality of its trees on gold treebanks (EVALB F1 / UF1, from ``s
 
 A row lists the seeds among ``--seeds`` that were run (a run directory exists; the others are named on
 stderr), so a table can gather rows trained to different numbers of seeds; a run directory without a scored
-test.gen is an error. The difference to the transformer pairs the seeds that both have.
+test.gen is an error. The difference to the transformer pairs the seeds that both have. ``--matched SRC``
+adds the rows of positions-matched transformers (``transformer_pm_SRC``: the leaves then SRC's node labels,
+no tree), beside SRC's trees' quality. ``--png FILE`` draws the tree2seq rows' differences against their
+trees' wsj22 UF1.
 """
 
 import argparse
@@ -124,7 +127,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work")
     ap.add_argument("--tgts", nargs="+", default=["de"])
-    ap.add_argument("--trees", nargs="+", default=["stanza", "trivial"])
+    ap.add_argument("--trees", nargs="*", default=["stanza", "trivial"])
+    ap.add_argument("--matched", nargs="*", default=[], help="tree sources of positions-matched transformer rows "
+                    "(transformer_pm_SRC runs: the leaves and SRC's node labels, no tree)")
     ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
     ap.add_argument("--no-baseline", action="store_true", help="no transformer row (BASELINE=0 runs)")
     ap.add_argument("--png", help="also draw BLEU − transformer against the trees' wsj22 UF1 into this file")
@@ -138,7 +143,9 @@ def main():
               "updates | train min (per run) | device |")
         print("|---|---|---|---|---|---:|---:|---|---|---:|---|---:|---|")
         base, base_runs = {}, {}
-        for name in ["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]:
+        names = (["transformer"] * (not args.no_baseline) + [f"tree2seq_{s}" for s in args.trees]
+                 + [f"transformer_pm_{s}" for s in args.matched])
+        for name in names:
             runs = {s: work / "ckpt" / tgt / f"{name}_s{s}" for s in args.seeds}
             missing = [s for s, r in runs.items() if not r.is_dir()]
             if missing:
@@ -150,11 +157,11 @@ def main():
             if name == "transformer":
                 base, base_runs = scores, runs
             logs = [training(r / "train.log") for r in runs.values()]
-            src = name[len("tree2seq_"):] if name != "transformer" else None
+            src = re.sub(r"^(tree2seq|transformer_pm)_", "", name) if name != "transformer" else None
             pairs = [s for s in scores if s in base] if src else []
             paired = [scores[s] - base[s] for s in pairs]
             p = [paired_p(base_runs[s] / "test.gen", runs[s] / "test.gen") for s in pairs]
-            if paired and quality_scores(work, src):
+            if paired and quality_scores(work, src) and name.startswith("tree2seq_"):
                 points.setdefault(tgt, []).append((src, quality_scores(work, src)[0]["uf1"], paired))
             losses = " / ".join(f"{v:.3f}" if v is not None else "—" for _, _, _, v, _ in logs)
             bsz = [b for *_, b in logs if b is not None]

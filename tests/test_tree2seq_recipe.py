@@ -83,3 +83,19 @@ def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
     rows = [[c.strip() for c in r.split("|")[1:-1]] for r in (work / "results.md").read_text().splitlines()
             if r.startswith("| t")]
     assert [r[-3] for r in rows] == ["6", "6"]
+    # MATCHED adds the positions-matched transformer of a tree source (its data-bin built from that source's),
+    # batched by the leaves as TREE_EXTRA batches tree2seq; TREES may be empty; the finished transformer is kept
+    before = (work / "ckpt" / "de" / "transformer_s1" / "test.gen").stat().st_mtime
+    proc = run_command("env", *(f"{k}={v}" for k, v in {**settings, "TGTS": "de", "UPDATES": "6", "TREES": "",
+                                                          "MATCHED": "trivial"}.items()), *script)
+    pm = work / "ckpt" / "de" / "transformer_pm_trivial_s1"
+    flags = (pm / "flags.txt").read_text()
+    assert "pm_trivial.en-de --task positions_matched_translation --arch transformer" in flags
+    assert "--pm-batch-by leaves" in flags and "'pm_batch_by': 'leaves'" in (pm / "train.log").read_text()
+    assert (work / "data-bin" / "pm_trivial.en-de" / "positions_matched.json").is_file()
+    assert re.search(r"BLEU = [\d.]+", (pm / "test.gen").read_text())
+    assert (work / "ckpt" / "de" / "transformer_s1" / "test.gen").stat().st_mtime == before
+    rows = [[c.strip() for c in r.split("|")[1:-1]] for r in (work / "results.md").read_text().splitlines()
+            if r.startswith("| t")]
+    assert [r[0] for r in rows] == ["transformer", "transformer_pm_trivial"]
+    assert rows[1][1:3] == ["— / 38.3", "— / 40.9"] and rows[1][-3] == "6"
