@@ -110,15 +110,15 @@ def plot(points: dict, path: str):
     fig, axes = plt.subplots(1, len(points), figsize=(5 * len(points), 3.6), squeeze=False)
     for ax, (tgt, rows) in zip(axes[0], points.items()):
         for src, uf1, diffs in rows:
-            ax.scatter([uf1] * len(diffs), diffs, s=14, alpha=0.6)
+            dots = ax.scatter([uf1] * len(diffs), diffs, s=14, alpha=0.5)
             sd = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
-            ax.errorbar([uf1], [statistics.mean(diffs)], yerr=[sd], fmt="s", color="black", capsize=3)
-            ax.annotate(f"{src}, n={len(diffs)}", (uf1, statistics.mean(diffs)), textcoords="offset points",
-                        xytext=(6, 4), fontsize=8)
+            ax.errorbar([uf1], [statistics.mean(diffs)], yerr=[sd], fmt="s", color=dots.get_facecolor()[0][:3],
+                        capsize=3, label=f"{src} (n={len(diffs)})")
         ax.axhline(0.0, color="gray", linestyle="--", linewidth=0.8)
         ax.set_xlabel("trees: wsj22 UF1")
         ax.set_ylabel("BLEU − transformer (same seed)")
         ax.set_title(f"en-{tgt}, test 2016")
+        ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
