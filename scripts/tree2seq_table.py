@@ -21,6 +21,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 
 def bleu(gen: Path) -> float:
@@ -63,9 +64,16 @@ def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
     return scores["BLEU"][1].p_value
 
 
-def training(log: Path):
-    """-> (updates, wall minutes, device, last validation loss or None, mean sentences per update or None) from
-    a fairseq-train log (resumed runs append to it)."""
+class Training(NamedTuple):
+    updates: int
+    minutes: float
+    device: str
+    valid_loss: Optional[float]  # the last validation's
+    sentences_per_update: Optional[float]  # mean of the epoch summaries' bsz
+
+
+def training(log: Path) -> Training:
+    """A fairseq-train log (resumed runs append to it) -> its :class:`Training` summary."""
     text = log.read_text()
     updates = re.findall(r"num_updates[= ](\d+)", text)
     wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
@@ -77,8 +85,8 @@ def training(log: Path):
     valid = re.findall(r"valid on 'valid' subset \| loss ([\d.]+)", text)
     # the epoch summaries (" | train | "), not the train_inner lines: each gives its epoch's mean batch size
     bsz = re.findall(r"\| train \| epoch \d+ \|.*?\| bsz ([\d.]+) \|", text)
-    return (int(updates[-1]) if updates else 0, minutes, device, float(valid[-1]) if valid else None,
-            statistics.mean(float(b) for b in bsz) if bsz else None)
+    return Training(int(updates[-1]) if updates else 0, minutes, device, float(valid[-1]) if valid else None,
+                    statistics.mean(float(b) for b in bsz) if bsz else None)
 
 
 def quality_scores(work: Path, src: str) -> list:
@@ -87,10 +95,10 @@ def quality_scores(work: Path, src: str) -> list:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def quality(work: Path, src: str) -> str:
-    cells = [f"{r['f1']:.1f}" if r["f1"] is not None else "—" for r in quality_scores(work, src)]
-    cells = [f"{f1} / {r['uf1']:.1f}" for f1, r in zip(cells, quality_scores(work, src))]
-    return " | ".join(cells[:2] + ["—"] * (2 - len(cells[:2])))
+def quality(records: list) -> str:
+    """The 'F1 / UF1' cells of wsj22 and ptb_sample/valid ('—' where not scored) from ``quality_scores``."""
+    cells = [("—" if r["f1"] is None else f"{r['f1']:.1f}") + f" / {r['uf1']:.1f}" for r in records[:2]]
+    return " | ".join(cells + ["—"] * (2 - len(cells)))
 
 
 def mean_sd(values: list, signed: bool = False) -> str:
@@ -161,16 +169,17 @@ def main():
             pairs = [s for s in scores if s in base] if src else []
             paired = [scores[s] - base[s] for s in pairs]
             p = [paired_p(base_runs[s] / "test.gen", runs[s] / "test.gen") for s in pairs]
-            if paired and quality_scores(work, src) and name.startswith("tree2seq_"):
-                points.setdefault(tgt, []).append((src, quality_scores(work, src)[0]["uf1"], paired))
-            losses = " / ".join(f"{v:.3f}" if v is not None else "—" for _, _, _, v, _ in logs)
-            bsz = [b for *_, b in logs if b is not None]
-            print(f"| {name} | {quality(work, src) if src else '— | —'} | {' / '.join(runs)} | "
+            records = quality_scores(work, src) if src else []
+            if paired and records and name.startswith("tree2seq_"):
+                points.setdefault(tgt, []).append((src, records[0]["uf1"], paired))
+            losses = " / ".join(f"{t.valid_loss:.3f}" if t.valid_loss is not None else "—" for t in logs)
+            bsz = [t.sentences_per_update for t in logs if t.sentences_per_update is not None]
+            print(f"| {name} | {quality(records)} | {' / '.join(runs)} | "
                   f"{' / '.join(f'{b:.2f}' for b in scores.values())} | {mean_sd(list(scores.values()))} | "
                   f"{mean_sd(paired, signed=True) if paired else '—'} | "
                   f"{' / '.join(f'{x:.3f}' for x in p) or '—'} | {losses} | "
-                  f"{f'{statistics.mean(bsz):.0f}' if bsz else '—'} | {' / '.join(str(u) for u, *_ in logs)} | "
-                  f"{statistics.mean(m for _, m, *_ in logs):.1f} | {logs[0][2]} |")
+                  f"{f'{statistics.mean(bsz):.0f}' if bsz else '—'} | {' / '.join(str(t.updates) for t in logs)} | "
+                  f"{statistics.mean(t.minutes for t in logs):.1f} | {logs[0].device} |")
     if args.png:
         if not points:
             raise SystemExit("--png: no tree source has both paired seeds and quality/SRC/scores.jsonl")

@@ -14,6 +14,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_tree.data import LeafBatchedLanguagePairDataset
+from fairseq_tree.tasks.data_paths import split_data_path
 
 LEAF_SIZES = "{split}.{src}-{tgt}.{src}.leaves.npy"  # [N] int: the leaves of each source (the rest are labels)
 
@@ -34,8 +35,7 @@ class PositionsMatchedTranslationTask(TranslationTask):
             raise ValueError("positions_matched_translation does not support --num-batch-buckets (it would bucket "
                              "by all positions whatever --pm-batch-by says)")
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
-        paths = self.cfg.data.split(":")
-        data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        data_path = split_data_path(self.cfg.data, split, self.cfg.train_subset, epoch)
         path = os.path.join(data_path, LEAF_SIZES.format(split=split, src=self.cfg.source_lang,
                                                          tgt=self.cfg.target_lang))
         if not os.path.exists(path):

@@ -36,6 +36,7 @@ from fairseq_tree.criterions import tree_classification as _criterion  # noqa: F
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
 from fairseq_tree.data.tree_classification_dataset import PhraseDataset, TreeClassificationDataset
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.data_paths import split_data_path
 
 logger = logging.getLogger(__name__)
 
@@ -113,8 +114,7 @@ class TreeClassificationTask(CriterionCheck, FairseqTask):
         return self.cfg.max_positions
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = self.cfg.data.split(":")
-        data = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        data = split_data_path(self.cfg.data, split, self.cfg.train_subset, epoch)
         src = self.cfg.source_lang
         prefix = os.path.join(data, f"{split}.{src}-None.{src}")
         parts = {}

@@ -24,6 +24,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 from fairseq_tree.data import TreeLanguagePairDataset
 from fairseq_tree.side_channels import InteractiveTrees
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.data_paths import split_data_path
 from fairseq_tree.trees import expand_subwords, tree_from_brackets
 
 logger = logging.getLogger(__name__)
@@ -114,8 +115,7 @@ class TreeTranslationTask(CriterionCheck, TranslationTask):
             # batch (no fixed shapes, the point of buckets) and positions-batching would count the wrong length
             raise ValueError("tree_translation does not support --num-batch-buckets: fairseq buckets the leaves "
                              "only, not the nodes")
-        paths = self.cfg.data.split(":")
-        data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        data_path = split_data_path(self.cfg.data, split, self.cfg.train_subset, epoch)
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         base = load_langpair_dataset(
             data_path, split, src, self.src_dict, tgt, self.tgt_dict, combine=False,
