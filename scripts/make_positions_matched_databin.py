@@ -4,7 +4,7 @@ the n leaves of a tree data-bin followed by its m node labels (post-order, as to
 
     python scripts/make_positions_matched_databin.py TREE_DATA_BIN OUT_DATA_BIN
 
-fairseq's transformer trained on OUT (``--task translation``) attends over as many encoder positions as tree2seq
+fairseq's transformer trained on OUT (the task below) attends over as many encoder positions as tree2seq
 does on TREE_DATA_BIN (n + m), and sees the same labels, but without the tree: no accumulation of subtrees, no
 subtree mask, no hierarchical embeddings; the appended tokens get ordinary positions n .. n + m - 1. Built from
 the data-bin of trivial trees (labels ``X``, POS on split words) it is close to n + m dummy tokens; from a
@@ -78,20 +78,18 @@ def convert(src_dir: Path, out: Path) -> dict:
         if leaves is None or nodes is None or len(leaves) != len(nodes):
             raise SystemExit(f"{src_dir}/{prefix}: leaves and nodes missing or of different lengths")
         builder = indexed_dataset.make_builder(str(tmp / f"{prefix}.{s}.bin"), impl="mmap", vocab_size=len(vocab))
-        n_leaves = n_nodes = 0
         for i in range(len(leaves)):
             leaf, node = leaves[i].long(), nodes[i].long()
             if len(node) and (node.min() < labels.unk() or node.max() >= len(labels)):
                 raise SystemExit(f"{src_dir}/{prefix}.{s}.nodes: sentence {i} has a label id outside "
                                  f"dict.{s}.labels.txt")
             builder.add_item(torch.cat([leaf, remap[node]]))
-            n_leaves, n_nodes = n_leaves + len(leaf), n_nodes + len(node)
         builder.finalize(str(tmp / f"{prefix}.{s}.idx"))
         # the leaves of each source, for positions_matched_translation's batching by the words
         np.save(tmp / LEAF_SIZES.format(split=split, src=s, tgt=t), np.asarray(leaves.sizes, dtype=np.int64))
         for ext in ("bin", "idx"):
             shutil.copyfile(src_dir / f"{prefix}.{t}.{ext}", tmp / f"{prefix}.{t}.{ext}")
-        counts[split] = dict(sentences=len(leaves), leaves=n_leaves, nodes=n_nodes)
+        counts[split] = dict(sentences=len(leaves), leaves=int(leaves.sizes.sum()), nodes=int(nodes.sizes.sum()))
     info = dict(tree_data_bin=str(src_dir.resolve()), label_tokens=len(vocab) - n_before, splits=counts)
     (tmp / "positions_matched.json").write_text(json.dumps(info, indent=1) + "\n")
     shutil.rmtree(out, ignore_errors=True)
