@@ -6,7 +6,7 @@ size, on the same masked batches, in one run.
 
 For each sentence length n (8..128 words, ``<s> w.. </s>``, 15% of words masked): train-step time (forward +
 masked-LM loss + backward + Adam step, median of ``--steps``) at about ``--tokens`` tokens per batch, and peak
-activation memory of one train step (CUDA: the allocator's peak; CPU: peak RSS growth of a fresh process).
+activation memory of one train step (the most tensor bytes alive at once: CUDA's allocator, CPU's profiler).
 Pairs: ``constituent_transformer{size}`` and ``structformer{size}``, each against ``mlm_transformer`` with its
 layers, d, heads, FFN and activation (``mlm_for_*``); dropout 0.1 everywhere. Ratios are model / baseline.
 The last line is ``key=value`` pairs at the longest length (``constituent_time_ratio=``,
@@ -14,10 +14,7 @@ The last line is ``key=value`` pairs at the longest length (``constituent_time_r
 """
 
 import argparse
-import json
 import os
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
+from step_memory import peak_mb  # noqa: E402  (scripts/, beside this file)
 
 VOCAB = 10000
 PAIRS = {"constituent": ("constituent_transformer", "mlm_for_constituent_transformer"),
@@ -104,36 +102,15 @@ def train_steps(model, batch, steps: int, device: str) -> float:
 
 
 def peak_memory_mb(name, size, n, bsz, device) -> float:
-    """Peak extra memory of one train step: CUDA allocator peak, or RSS growth in a fresh process."""
-    if device == "cuda":
-        model = build(name, size, device)
-        batch = make_batch(n, bsz, device, seed=1)
-        train_steps(model, batch, 0, device)  # optimizer state first
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        train_steps(model, batch, 0, device)
-        return (torch.cuda.max_memory_allocated() - base) / 2**20
-    out = subprocess.run([sys.executable, __file__, "--_memory-child", json.dumps([name, size, n, bsz])],
-                         capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
-
-
-def _memory_child(spec):
-    name, size, n, bsz = json.loads(spec)
-    model = build(name, size, "cpu")
-    batch = make_batch(n, bsz, "cpu", seed=1)
-    train_steps(model, batch, 0, "cpu")  # optimizer state + allocator warm
-    with open("/proc/self/statm") as f:
-        base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    train_steps(model, batch, 0, "cpu")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(max(peak - base, 0) / 2**20)
+    """Peak extra memory of one train step after a warm-up step (optimizer state allocated): the tensors alive
+    at once beyond those before it (CUDA allocator / CPU profiler, ``step_memory.py``)."""
+    model = build(name, size, device)
+    batch = make_batch(n, bsz, device, seed=1)
+    step = lambda: train_steps(model, batch, 0, device)  # noqa: E731
+    return peak_mb(step, device, warmup=step)
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--_memory-child":
-        return _memory_child(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny archs, lengths 8/32/64, under a minute")
     ap.add_argument("--size", choices=["tiny", "small", "base"], default=None, help="arch size (default small)")

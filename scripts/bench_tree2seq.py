@@ -16,7 +16,7 @@ Trees: ``random`` binary trees (m = n - 1, the worst case), or ``ptb``: real par
 learned on its words), random trees that fit joined under a ``ROOT`` up to n leaves (0.9 n to n; m is about
 0.6 n, the demo's data-bin has 0.7 n). For each tree kind and source length n (8..256): train-step time
 (forward + backward + Adam step, median of ``--steps``) at about ``--tokens`` target tokens per batch, peak
-memory of one train step (CUDA: the allocator's peak; CPU: peak RSS growth of a fresh process), then beam-5
+memory of one train step (the most tensor bytes alive at once: CUDA's allocator, CPU's profiler), then beam-5
 decoding speed. Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at the longest length of
 the first tree kind: ``time_ratio``/``memory_ratio`` (same-size), ``time_ratio_pm``/``memory_ratio_pm``
 (positions-matched), ``decode_ratio``/``decode_ratio_pm``, and means over lengths.
@@ -24,10 +24,7 @@ the first tree kind: ``time_ratio``/``memory_ratio`` (same-size), ``time_ratio_p
 
 import argparse
 import functools
-import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
+from step_memory import peak_mb  # noqa: E402  (scripts/, beside this file)
 
 
 def make_data_dir(path: Path, vocab: int, labels: int) -> None:
@@ -211,21 +209,13 @@ def run_inputs(run: str, batch):
     return {"tree2seq": (net, tree), "tf": (net, None), "pm": (pm, None)}[run]
 
 
-def peak_memory_mb(run: str, spec: list, device: str, amp: str, models) -> float:
-    """Peak extra memory of one train step: CUDA allocator peak, or RSS growth in a fresh process."""
-    if device == "cuda":
-        batch = batch_from_spec(spec, device)
-        _, model = models[KINDS[run]]
-        net, tree = run_inputs(run, batch)
-        train_steps(model, net, tree, batch[3], 0, device, amp)  # allocate optimizer state first
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        train_steps(model, net, tree, batch[3], 0, device, amp)
-        return (torch.cuda.max_memory_allocated() - base) / 2**20
-    out = subprocess.run([sys.executable, __file__, "--_memory-child", json.dumps([run] + spec)],
-                         capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
+    """Peak extra memory of one train step after a warm-up step (optimizer state allocated): the tensors alive
+    at once beyond those before it (CUDA allocator / CPU profiler, ``step_memory.py``)."""
+    _, model = models[KINDS[run]]
+    net, tree = run_inputs(run, batch)
+    step = lambda: train_steps(model, net, tree, batch[3], 0, device, amp)  # noqa: E731
+    return peak_mb(step, device, warmup=step)
 
 
 def batch_from_spec(spec: list, device: str):
@@ -233,19 +223,6 @@ def batch_from_spec(spec: list, device: str):
     _, _, n, bsz, vocab, labels, seed, codes, ptb = spec
     pool = ptb_pool(Path(ptb), Path(codes)) if codes else None
     return make_batch(n, bsz, vocab, labels, device, seed, pool)
-
-
-def _memory_child(spec_json):
-    run, *spec = json.loads(spec_json)
-    _, model = build(KINDS[run], Path(spec[0]), spec[1], "cpu")
-    batch = batch_from_spec(spec, "cpu")
-    net, tree = run_inputs(run, batch)
-    train_steps(model, net, tree, batch[3], 0, "cpu")  # optimizer state + allocator warm
-    with open("/proc/self/statm") as f:
-        base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    train_steps(model, net, tree, batch[3], 0, "cpu")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(max(peak - base, 0) / 2**20)
 
 
 def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float:
@@ -288,7 +265,7 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
             (batch[1]["src_nodes"] != 1).sum() / (batch[0]["src_tokens"] != 1).sum())
         t = {run: train_steps(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], steps, device, amp)
              for run in KINDS}
-        mem = {run: peak_memory_mb(run, spec, device, amp, models) for run in KINDS}
+        mem = {run: peak_memory_mb(run, batch, device, amp, models) for run in KINDS}
         row = dict(n=n, bsz=bsz, m_over_n=m_over_n, t=t, mem=mem,
                    time_ratio=t["tree2seq"] / t["tf"], time_ratio_pm=t["tree2seq"] / t["pm"],
                    memory_ratio=mem["tree2seq"] / max(mem["tf"], 1e-6),
@@ -341,8 +318,6 @@ def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, code
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--_memory-child":
-        return _memory_child(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny arch, lengths 8/32/64, a minute or two")
     ap.add_argument("--arch", default=None, help="tree2seq architecture (default tree2seq_iwslt_de_en; quick: tiny)")
