@@ -162,7 +162,7 @@ def check_parity(trees, variant, seed, kh=100, kv=100, hier=True, dtype=torch.fl
     vl = vl.masked_fill(leaf_pad[:, None, :, None], 1e4)
     vn = vn.masked_fill(node_pad[:, None, :, None], float("nan"))
     with torch.no_grad():
-        w = mod.compute_weights(x)
+        w = mod.compute_weights(x.transpose(0, 1))
         out = mod(vl, vn, w, tree)
     assert out.shape == (B, H, M, dh) and out.dtype == dtype
     assert torch.isfinite(out).all()
@@ -214,7 +214,7 @@ def test_fp16_computes_in_fp32():
     B, N, M = 2, leaf_pad.size(1), node_pad.size(1)
     vl = torch.randn(B, 2, N, 4).to(torch.bfloat16)
     vn = torch.randn(B, 2, M, 4).to(torch.bfloat16)
-    w = mod.compute_weights(torch.randn(B, N, 3))
+    w = mod.compute_weights(torch.randn(N, B, 3))
     ref = mod(vl.float(), vn.float(), w, tree)
     mod.to(torch.bfloat16)  # as under --bf16: the tables become bf16 too
     out = mod(vl, vn, w, tree)
@@ -255,9 +255,9 @@ def test_batch_invariance(variant):
         Y[:, slot] = yq[:, 0]
         with torch.no_grad():
             out, _ = enc(torch.cat([L, Nd]), tree)
-            vl = enc._heads(enc.v_proj(L.transpose(0, 1)))
-            vn = enc._heads(enc.v_proj(Nd.transpose(0, 1)))
-            acc = enc.accumulation(vl, vn, enc.accumulation.compute_weights(L.transpose(0, 1)), tree)
+            vl = enc._heads(enc.v_proj(L))
+            vn = enc._heads(enc.v_proj(Nd))
+            acc = enc.accumulation(vl, vn, enc.accumulation.compute_weights(L), tree)
             cross, _ = dec(Y, L, Nd, tree)
         return (out[leaf_pos[slot], slot], out[[N + i for i in node_pos[slot]], slot],
                 acc[slot][:, node_pos[slot]], cross[:, slot])
@@ -282,8 +282,8 @@ def test_gradients_reach_parameters(variant):
     N, M = leaf_pad.size(1), node_pad.size(1)
     x = torch.randn(N + M, 2, E, requires_grad=True)
     vn = torch.randn(2, H, M, E // H, requires_grad=True)
-    vl = enc._heads(enc.v_proj(x[:N].transpose(0, 1)))
-    w = enc.accumulation.compute_weights(x[:N].transpose(0, 1))
+    vl = enc._heads(enc.v_proj(x[:N]))
+    w = enc.accumulation.compute_weights(x[:N])
     acc = enc.accumulation(vl, vn, w, tree)
     out, _ = enc(x, tree)
     ((acc * torch.randn_like(acc)).sum() + (out * torch.randn_like(out)).sum()).backward()

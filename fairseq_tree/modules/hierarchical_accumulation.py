@@ -45,6 +45,12 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def _flat_heads(x: Tensor) -> Tensor:
+    """[B, H, L, dh] -> [B, L, H * dh] (a view when the heads are adjacent in memory, as projections make them)."""
+    B, H, L, dh = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * dh)
+
+
 class HierarchicalAccumulation(nn.Module):
     """Accumulated node values of the tree attention, per head.
 
@@ -114,13 +120,14 @@ class HierarchicalAccumulation(nn.Module):
         """Leaf weights w from the leaf states.
 
         Args:
-            leaves: [B, N, input_dim] (batch first), the layer input of the leaves.
+            leaves: [N, B, input_dim] (time first, as fairseq's layers hold states), the layer input of the
+                leaves. (A batch-first view would be copied by the projection, and the copy kept for backward.)
         Returns:
             [B, Hw, N] in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H ("per_head").
         """
         cd = _compute_dtype(leaves.dtype)
         bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)
-        return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).transpose(1, 2)
+        return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).permute(1, 2, 0)
 
     def forward(self, leaf_values: Tensor, node_values: Tensor, weights: Tensor,
                 tree: TreeStructure) -> Tensor:
@@ -143,8 +150,6 @@ class HierarchicalAccumulation(nn.Module):
             raise ValueError(f"values have N={N}, M={M}; tree has N={tree.num_leaves}, M={tree.num_nodes}")
 
         leaf_mask, node_mask = tree.leaf_mask, tree.node_mask
-        vl = leaf_values.to(cd).masked_fill(~leaf_mask[:, None, :, None], 0.0)
-        vn = node_values.to(cd).masked_fill(~node_mask[:, None, :, None], 0.0)
         w = weights.to(cd).masked_fill(~leaf_mask[:, None, :], 0.0)  # [B, Hw, N]
         A, D = tree.A.to(cd), tree.D.to(cd)
         norm = tree.mean_weights(self.count_leaf_in_mean, cd)  # [B, M, N], once per batch
@@ -152,7 +157,17 @@ class HierarchicalAccumulation(nn.Module):
         # G[i, t] = sum_j alpha_ij A_tj D_it: the weight node t's value gets in node i.
         G = torch.matmul(alpha, A.transpose(1, 2)[:, None]) * D[:, None]  # [B, Hw, M, M]
 
-        out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
+        if alpha.size(1) == 1:
+            # One weight vector for all heads: the heads ride in the matmuls' columns ([B, M, N] @ [B, N, H dh]),
+            # where broadcasting alpha over [B, H, ...] would copy it (and G) per head and keep the copies for
+            # backward. [B, H, L, dh] views of time-first projections flatten to [B, L, H dh] without a copy.
+            vl = _flat_heads(leaf_values).to(cd).masked_fill(~leaf_mask[..., None], 0.0)
+            vn = _flat_heads(node_values).to(cd).masked_fill(~node_mask[..., None], 0.0)
+            out = (torch.bmm(alpha[:, 0], vl) + torch.bmm(G[:, 0], vn)).view(B, M, H, dh).transpose(1, 2)
+        else:
+            vl = leaf_values.to(cd).masked_fill(~leaf_mask[:, None, :, None], 0.0)
+            vn = node_values.to(cd).masked_fill(~node_mask[:, None, :, None], 0.0)
+            out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
         if self.hier_embed:
             out = out + self._embedding_term(w, G, tree, cd)
         return out.to(dtype)

@@ -101,13 +101,13 @@ class TreeMultiheadAttention(nn.Module):
 
     # ------------------------------------------------------------------ shared pieces
     def _heads(self, x: Tensor) -> Tensor:
-        """[B, L, C] -> [B, H, L, dh]."""
-        B, L, _ = x.shape
-        return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)
+        """[L, B, C] (time first, fairseq's layout: projections of it need no copy) -> [B, H, L, dh], a view."""
+        L, B, _ = x.shape
+        return x.view(L, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
     def _accumulated_values(self, leaves: Tensor, nodes: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor]:
         """Leaf values and accumulated node values: ([B, H, N, dh], [B, H, M, dh]) from
-        batch-first leaves [B, N, vdim] and nodes [B, M, vdim]."""
+        time-first leaves [N, B, vdim] and nodes [M, B, vdim]."""
         vl = self._heads(self.v_proj(leaves))
         vn = self._heads(self.v_proj(nodes))
         w = self.accumulation.compute_weights(leaves)
@@ -130,9 +130,9 @@ class TreeMultiheadAttention(nn.Module):
         return out, probs
 
     def _merge(self, out: Tensor) -> Tensor:
-        """[B, H, T, dh] -> out_proj -> [T, B, C]."""
+        """[B, H, T, dh] -> out_proj -> [T, B, C] (contiguous, as fairseq's layers expect)."""
         B, H, T, dh = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh)).transpose(0, 1)
+        return self.out_proj(out.permute(2, 0, 1, 3).reshape(T, B, H * dh))
 
     @staticmethod
     def _weights(probs: Optional[Tensor], need_head_weights: bool) -> Optional[Tensor]:
@@ -163,10 +163,9 @@ class TreeMultiheadAttention(nn.Module):
         if x.size(0) != N + M:
             raise ValueError(f"x has {x.size(0)} positions, the tree N + M = {N + M}")
         need_weights = need_weights or need_head_weights
-        xb = x.transpose(0, 1)  # [B, N + M, C]
-        q = self._heads(self.q_proj(xb)) * self.scaling
-        k = self._heads(self.k_proj(xb))
-        vl, vn = self._accumulated_values(xb[:, :N], xb[:, N:], tree)
+        q = self._heads(self.q_proj(x)) * self.scaling
+        k = self._heads(self.k_proj(x))
+        vl, vn = self._accumulated_values(x[:N], x[N:], tree)
         v = torch.cat([vl, vn], 2)
         mask = tree.self_attn_mask if self.subtree_mask else tree.full_attn_mask()
         out, probs = self._attend(q, k, v, mask[:, None], need_weights)
@@ -185,9 +184,11 @@ class TreeMultiheadAttention(nn.Module):
             (k [B, H, M + N, dh], v [B, H, M + N, dh], key_padding_mask [B, M + N] bool True = pad),
             keys in the order ``[nodes; leaves]`` (eq. 24), v's node part the accumulated N' (eq. 23).
         """
-        leaves, nodes = encoder_leaves.transpose(0, 1), encoder_nodes.transpose(0, 1)
-        k = self._heads(self.k_proj(torch.cat([nodes, leaves], 1)))
-        vl, vn = self._accumulated_values(leaves, nodes, tree)
+        # Projected apart and then joined: the projections keep the encoder output (shared by every layer) for
+        # backward, not a per-layer copy of it. Contiguous once here: every decoding step multiplies by k^T, and
+        # a strided k would be copied each time.
+        k = self._heads(torch.cat([self.k_proj(encoder_nodes), self.k_proj(encoder_leaves)])).contiguous()
+        vl, vn = self._accumulated_values(encoder_leaves, encoder_nodes, tree)
         return k, torch.cat([vn, vl], 2), tree.cross_key_padding_mask
 
     def forward_cross(
@@ -228,7 +229,7 @@ class TreeMultiheadAttention(nn.Module):
             self._set_input_buffer(incremental_state, {
                 "prev_key": kv[0], "prev_value": kv[1], "prev_key_padding_mask": kv[2]})
         k, v, key_padding_mask = kv
-        q = self._heads(self.q_proj(query.transpose(0, 1))) * self.scaling
+        q = self._heads(self.q_proj(query)) * self.scaling
         mask = ~key_padding_mask[:, None, None, :]  # [B, 1, 1, S]
         out, probs = self._attend(q, k, v, mask, need_weights)
         return self._merge(out), self._weights(probs, need_head_weights)
