@@ -295,7 +295,8 @@ def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, code
     batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
                              str(codes) if kind == "ptb" else None, str(ptb)], device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+    # torch >= 2.4 names the GPU column self_device_time_total (self_cuda_time_total before)
+    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
     tables = {}
     for run in ("tree2seq", "pm"):
         model = models[KINDS[run]][1]

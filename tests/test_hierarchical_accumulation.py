@@ -258,7 +258,7 @@ def test_batch_invariance(variant):
             vl = enc._heads(enc.v_proj(L))
             vn = enc._heads(enc.v_proj(Nd))
             acc = enc.accumulation(vl, vn, enc.accumulation.compute_weights(L), tree)
-            cross, _ = dec(Y, L, Nd, tree)
+            cross, _ = dec(Y, torch.cat([L, Nd]), tree)
         return (out[leaf_pos[slot], slot], out[[N + i for i in node_pos[slot]], slot],
                 acc[slot][:, node_pos[slot]], cross[:, slot])
 
@@ -342,6 +342,78 @@ def test_leaf_weight_gradients_through_tree_attention_match_finite_differences(v
     torch.testing.assert_close(gx[:N], nx, atol=1e-7, rtol=1e-6)
 
 
+def reference_tree_attention(mod, tree, queries, leaves, nodes, variant, self_attention):
+    """Eqs. (12)-(18) (encoder: queries [leaves; nodes], keys the same, subtree mask of Section 4.3) or
+    (21)-(24) (decoder: keys [nodes; leaves], no mask) written out for one sentence in numpy float64, head by
+    head, with the projections of ``mod`` and N' from :func:`reference_accumulation`. queries [T, E], leaves
+    [n, E], nodes [m, E]."""
+    P = {k: v.detach().double().numpy() for k, v in mod.named_parameters()}
+    lin = lambda x, name: x @ P[f"{name}.weight"].T + P[f"{name}.bias"]  # noqa: E731
+    H, dh = mod.num_heads, mod.head_dim
+    acc = mod.accumulation
+    ev = P["accumulation.vertical_embed.weight"]
+    eh = P["accumulation.horizontal_embed.weight"]
+    w = leaves @ P["accumulation.weight_proj.weight"].T  # eq. 16: w = L u_s [n, 1] (code: [n, H] + bias)
+    if acc.leaf_weights == "per_head":
+        w = w + P["accumulation.weight_proj.bias"]
+    q = lin(queries, "q_proj") * dh ** -0.5
+    keys = np.concatenate([leaves, nodes] if self_attention else [nodes, leaves])
+    k = lin(keys, "k_proj")
+    vl, vn = lin(leaves, "v_proj"), lin(nodes, "v_proj")
+    n, m = len(leaves), len(nodes)
+    allowed = np.ones((len(queries), n + m), dtype=bool)
+    if self_attention:  # Section 4.3: a leaf query sees the leaves only; a node query the leaves it spans
+        allowed[:n, n:] = False  # and the nodes of its subtree
+        for i in range(m):
+            allowed[n + i] = False
+            allowed[n + i, sorted(tree.leaves(i))] = True
+            allowed[n + i, [n + t for t in tree.subtree(i)]] = True
+    heads = []
+    for h in range(H):
+        sl = slice(h * dh, (h + 1) * dh)
+        acc_h = reference_accumulation(tree, vl[:, sl], vn[:, sl], w[:, h if w.shape[1] > 1 else 0], ev, eh,
+                                       variant) if m else np.zeros((0, dh))
+        v = np.concatenate([vl[:, sl], acc_h] if self_attention else [acc_h, vl[:, sl]])
+        scores = np.where(allowed, q[:, sl] @ k[:, sl].T, -np.inf)
+        probs = np.exp(scores - scores.max(1, keepdims=True))
+        heads.append((probs / probs.sum(1, keepdims=True)) @ v)
+    return lin(np.concatenate(heads, 1), "out_proj")
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_tree_attention_is_eqs_12_to_24_written_out(variant, need_weights):
+    """Both attention modes, on a padded batch, against :func:`reference_tree_attention` sentence by
+    sentence: the projections, [L W_V; N'] values, the subtree mask and the [nodes; leaves] cross keys."""
+    rng = random.Random(4)
+    E, H, T = 12, 3, 3
+    torch.manual_seed(0)
+    kw = dict(VARIANTS[variant])
+    enc = TreeMultiheadAttention(E, H, self_attention=True, **kw).double().eval()
+    dec = TreeMultiheadAttention(E, H, encoder_decoder_attention=True, **kw).double().eval()
+    for mod in (enc, dec):  # non-zero biases, so a dropped bias shows
+        for name, p in mod.named_parameters():
+            if name.endswith("bias"):
+                torch.nn.init.uniform_(p, -0.5, 0.5)
+    trees = [bpe_tree(), random_tree(rng, 5, 2), random_tree(rng, 1)]
+    spans, node_pad, leaf_pad, leaf_pos, node_pos = collate(trees, rng, extra_n=1, extra_m=1)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N = leaf_pad.size(1)
+    x = torch.randn(N + node_pad.size(1), len(trees), E, dtype=torch.float64)
+    y = torch.randn(T, len(trees), E, dtype=torch.float64)
+    with torch.no_grad():
+        out, _ = enc(x, tree, need_weights=need_weights)
+        cross, _ = dec(y, x, tree, need_weights=need_weights)
+    for b, t in enumerate(trees):
+        leaves = x[leaf_pos[b], b].numpy()
+        nodes = x[[N + i for i in node_pos[b]], b].numpy().reshape(t.m, E)
+        rows = leaf_pos[b] + [N + i for i in node_pos[b]]
+        ref = reference_tree_attention(enc, t, np.concatenate([leaves, nodes]), leaves, nodes, variant, True)
+        np.testing.assert_allclose(out[rows, b].numpy(), ref, atol=1e-10)
+        ref = reference_tree_attention(dec, t, y[:, b].numpy(), leaves, nodes, variant, False)
+        np.testing.assert_allclose(cross[:, b].numpy(), ref, atol=1e-10)
+
+
 # ---------------------------------------------------------------------------------------- (d) masks
 def test_subtree_mask_hand_made():
     # ((a b) c): node 0 = (0, 2), node 1 = root (0, 3). Layout [a, b, c, n0, n1].
@@ -397,7 +469,7 @@ def test_no_nan_single_word_and_padding(need_weights):
                                torch.zeros(1, 1, dtype=torch.bool))
     out, attn = enc(torch.randn(1, 1, E), tree, need_weights=need_weights)
     assert out.shape == (1, 1, E) and torch.isfinite(out).all()
-    cross, _ = dec(torch.randn(2, 1, E), torch.randn(1, 1, E), torch.randn(0, 1, E), tree,
+    cross, _ = dec(torch.randn(2, 1, E), torch.randn(1, 1, E), tree,
                    need_weights=need_weights)
     assert torch.isfinite(cross).all()
     # a batch where the one-word sentence has only padded node rows and leaf padding
@@ -414,7 +486,7 @@ def test_no_nan_single_word_and_padding(need_weights):
     if need_weights:
         assert torch.isfinite(attn).all()
         assert torch.allclose(attn.sum(-1), torch.ones_like(attn.sum(-1)))
-    cross, _ = dec(torch.randn(3, 2, E), x[:N], x[N:], tree, need_weights=need_weights)
+    cross, _ = dec(torch.randn(3, 2, E), x, tree, need_weights=need_weights)
     assert torch.isfinite(cross).all()
 
 
@@ -439,8 +511,8 @@ def test_sdpa_matches_explicit_and_masks_are_respected():
     real = torch.cat([tree.leaf_mask, tree.node_mask], 1)
     assert ((attn > 0) == (real[:, :, None] & real[:, None, :]) | ((attn > 0) & ~real[:, :, None])).all()
     y = torch.randn(3, 2, E)
-    a, _ = dec(y, x[:N], x[N:], tree)
-    b, w = dec(y, x[:N], x[N:], tree, need_weights=True)
+    a, _ = dec(y, x, tree)
+    b, w = dec(y, x, tree, need_weights=True)
     assert torch.allclose(a, b, atol=1e-6) and w.shape == (2, 3, M + N)
     assert (w[~tree.cross_attn_mask.expand(2, 3, M + N)] == 0).all()
 
@@ -456,16 +528,16 @@ def test_incremental_cross_attention_and_beam_reorder():
     leaves, nodes = torch.randn(N, 2, E), torch.randn(M, 2, E)
     # expand to the beam, as fairseq's reorder_encoder_out does
     order = torch.arange(2).repeat_interleave(beam)
-    leaves_b, nodes_b, tree_b = leaves[:, order], nodes[:, order], tree.index_select(order)
+    enc_b, tree_b = torch.cat([leaves, nodes])[:, order], tree.index_select(order)
     y = torch.randn(4, 2 * beam, E)
-    full, _ = dec(y, leaves_b, nodes_b, tree_b)
+    full, _ = dec(y, enc_b, tree_b)
     state = {}
-    steps = [dec(y[s:s + 1], leaves_b, nodes_b, tree_b, incremental_state=state)[0] for s in range(2)]
+    steps = [dec(y[s:s + 1], enc_b, tree_b, incremental_state=state)[0] for s in range(2)]
     # the cache is used from then on: no encoder input needed
     steps += [dec(y[s:s + 1], incremental_state=state)[0] for s in range(2, 4)]
     assert torch.allclose(torch.cat(steps), full, atol=1e-6)
     # precomputed encoder (k, v, mask) gives the same
-    kv = dec.encoder_kv(leaves_b, nodes_b, tree_b)
+    kv = dec.encoder_kv(enc_b, tree_b)
     assert torch.allclose(dec(y, encoder_kv=kv)[0], full, atol=1e-6)
     # batch shrinks to sentence 1 only: the cache follows
     keep = torch.tensor([2, 3])

@@ -225,8 +225,8 @@ class TreeCrossAttention(nn.Module):
     """fairseq's ``encoder_attn`` call signature over :class:`TreeMultiheadAttention`'s cross mode.
 
     The batch's tree comes from the decoder's :class:`~fairseq_tree.side_channels.TreeContext` (fairseq's layer
-    passes no tree: see :mod:`fairseq_tree.side_channels`); ``key`` is the encoder output ``[leaves; nodes]`` and
-    is split at N. The accumulated encoder side is cached in ``incremental_state`` by the attention itself."""
+    passes no tree: see :mod:`fairseq_tree.side_channels`); ``key`` is the encoder output ``[leaves; nodes]``. The
+    accumulated encoder side is cached in ``incremental_state`` by the attention itself."""
 
     def __init__(self, attn: TreeMultiheadAttention, context: TreeContext):
         super().__init__()
@@ -236,8 +236,7 @@ class TreeCrossAttention(nn.Module):
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, static_kv=True,
                 need_weights=False, need_head_weights=False, **unused):
         tree = self.context.tree_for(key)
-        n = tree.num_leaves
-        return self.attn.forward_cross(query, key[:n], key[n:], tree, incremental_state=incremental_state,
+        return self.attn.forward_cross(query, key, tree, incremental_state=incremental_state,
                                        need_weights=need_weights, need_head_weights=need_head_weights)
 
 

@@ -149,8 +149,8 @@ class HierarchicalAccumulation(nn.Module):
         if (N, M) != (tree.num_leaves, tree.num_nodes):
             raise ValueError(f"values have N={N}, M={M}; tree has N={tree.num_leaves}, M={tree.num_nodes}")
 
-        leaf_mask, node_mask = tree.leaf_mask, tree.node_mask
-        w = weights.to(cd).masked_fill(~leaf_mask[:, None, :], 0.0)  # [B, Hw, N]
+        leaf_pad, node_pad = tree.leaf_pad_mask, tree.node_pad_mask  # once per batch
+        w = weights.to(cd).masked_fill(leaf_pad[:, None, :], 0.0)  # [B, Hw, N]
         A, D = tree.A.to(cd), tree.D.to(cd)
         norm = tree.mean_weights(self.count_leaf_in_mean, cd)  # [B, M, N], once per batch
         alpha = w[:, :, None, :] * norm[:, None]  # [B, Hw, M, N]
@@ -161,12 +161,12 @@ class HierarchicalAccumulation(nn.Module):
             # One weight vector for all heads: the heads ride in the matmuls' columns ([B, M, N] @ [B, N, H dh]),
             # where broadcasting alpha over [B, H, ...] would copy it (and G) per head and keep the copies for
             # backward. [B, H, L, dh] views of time-first projections flatten to [B, L, H dh] without a copy.
-            vl = _flat_heads(leaf_values).to(cd).masked_fill(~leaf_mask[..., None], 0.0)
-            vn = _flat_heads(node_values).to(cd).masked_fill(~node_mask[..., None], 0.0)
+            vl = _flat_heads(leaf_values).to(cd).masked_fill(leaf_pad[..., None], 0.0)
+            vn = _flat_heads(node_values).to(cd).masked_fill(node_pad[..., None], 0.0)
             out = (torch.bmm(alpha[:, 0], vl) + torch.bmm(G[:, 0], vn)).view(B, M, H, dh).transpose(1, 2)
         else:
-            vl = leaf_values.to(cd).masked_fill(~leaf_mask[:, None, :, None], 0.0)
-            vn = node_values.to(cd).masked_fill(~node_mask[:, None, :, None], 0.0)
+            vl = leaf_values.to(cd).masked_fill(leaf_pad[:, None, :, None], 0.0)
+            vn = node_values.to(cd).masked_fill(node_pad[:, None, :, None], 0.0)
             out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
         if self.hier_embed:
             out = out + self._embedding_term(w, G, tree, cd)
@@ -185,15 +185,15 @@ class HierarchicalAccumulation(nn.Module):
         w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np))
         beta = tree.pair_weights(self.count_leaf_in_mean, cd)[:, None] * w_pairs[:, :, None, :]  # [B, Hw, M, Np]
 
-        def bucketed(index: Tensor, table: nn.Embedding, K: int) -> Tensor:
-            # Padded pairs have index 0 -> bucket 0, but beta is 0 there.
-            idx = (index.clamp(1, K) - 1)[:, None, None, :].expand(B, Hw, M, Np)
+        def bucketed(name: str, table: nn.Embedding, K: int) -> Tensor:
+            # Padded pairs have index 0 -> bucket 0, but beta is 0 there. The buckets are the batch's.
+            idx = tree.pair_bucket(name, K).expand(B, Hw, M, Np)
             gamma = beta.new_zeros(B, Hw, M, K).scatter_add_(-1, idx, beta)  # [B, Hw, M, K]
             return torch.matmul(gamma, table.weight.to(cd))
 
-        horizontal = bucketed(tree.pair_horizontal, self.horizontal_embed, self.max_horizontal)
+        horizontal = bucketed("horizontal", self.horizontal_embed, self.max_horizontal)
         if self.vertical_index == "path":
-            vertical = bucketed(tree.pair_vertical_path, self.vertical_embed, self.max_vertical)
+            vertical = bucketed("vertical_path", self.vertical_embed, self.max_vertical)
         else:
             # The depth of t does not depend on the leaf: it is a per-node vector weighted by G.
             ev = F.embedding(tree.depth.clamp(1, self.max_vertical) - 1, self.vertical_embed.weight.to(cd))

@@ -105,12 +105,13 @@ class TreeMultiheadAttention(nn.Module):
         L, B, _ = x.shape
         return x.view(L, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
-    def _accumulated_values(self, leaves: Tensor, nodes: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor]:
-        """Leaf values and accumulated node values: ([B, H, N, dh], [B, H, M, dh]) from
-        time-first leaves [N, B, vdim] and nodes [M, B, vdim]."""
-        vl = self._heads(self.v_proj(leaves))
-        vn = self._heads(self.v_proj(nodes))
-        w = self.accumulation.compute_weights(leaves)
+    def _accumulated_values(self, x: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor]:
+        """Leaf values and accumulated node values: ([B, H, N, dh], [B, H, M, dh]) from time-first
+        ``[leaves; nodes]`` x [N + M, B, vdim]. One projection of x, split by views (not one per part)."""
+        N = tree.num_leaves
+        v = self.v_proj(x)
+        vl, vn = self._heads(v[:N]), self._heads(v[N:])
+        w = self.accumulation.compute_weights(x[:N])
         return vl, self.accumulation(vl, vn, w, tree)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool
@@ -122,7 +123,8 @@ class TreeMultiheadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = torch.matmul(q, k.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
-            probs = F.softmax(scores, dim=-1, dtype=torch.float32).type_as(q)
+            # at least fp32 (half inputs), float64 stays float64
+            probs = F.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).type_as(q)
             out = torch.matmul(F.dropout(probs, p=p, training=self.training), v)
         else:
             probs = None
@@ -165,37 +167,34 @@ class TreeMultiheadAttention(nn.Module):
         need_weights = need_weights or need_head_weights
         q = self._heads(self.q_proj(x)) * self.scaling
         k = self._heads(self.k_proj(x))
-        vl, vn = self._accumulated_values(x[:N], x[N:], tree)
+        vl, vn = self._accumulated_values(x, tree)
         v = torch.cat([vl, vn], 2)
         mask = tree.self_attn_mask if self.subtree_mask else tree.full_attn_mask()
         out, probs = self._attend(q, k, v, mask[:, None], need_weights)
-        real = torch.cat([tree.leaf_mask, tree.node_mask], 1)  # [B, N + M]
-        out = self._merge(out) * real.t()[..., None].to(x.dtype)
+        out = self._merge(out) * tree.real_positions(x.dtype)
         return out, self._weights(probs, need_head_weights)
 
-    def encoder_kv(self, encoder_leaves: Tensor, encoder_nodes: Tensor, tree: TreeStructure
-                   ) -> Tuple[Tensor, Tensor, Tensor]:
+    def encoder_kv(self, encoder_out: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor, Tensor]:
         """The encoder side of the cross-attention, independent of the target (compute once per layer).
 
         Args:
-            encoder_leaves: [N, B, kdim], encoder output leaves.
-            encoder_nodes: [M, B, kdim], encoder output nodes.
+            encoder_out: [N + M, B, kdim], the encoder output ``[leaves; nodes]`` (N = tree.num_leaves).
         Returns:
-            (k [B, H, M + N, dh], v [B, H, M + N, dh], key_padding_mask [B, M + N] bool True = pad),
+            (k [B, H, M + N, dh], v [B, H, M + N, dh], key mask [B, 1, 1, M + N] bool True = attend),
             keys in the order ``[nodes; leaves]`` (eq. 24), v's node part the accumulated N' (eq. 23).
         """
-        # Projected apart and then joined: the projections keep the encoder output (shared by every layer) for
-        # backward, not a per-layer copy of it. Contiguous once here: every decoding step multiplies by k^T, and
-        # a strided k would be copied each time.
-        k = self._heads(torch.cat([self.k_proj(encoder_nodes), self.k_proj(encoder_leaves)])).contiguous()
-        vl, vn = self._accumulated_values(encoder_leaves, encoder_nodes, tree)
-        return k, torch.cat([vn, vl], 2), tree.cross_key_padding_mask
+        # One projection of the encoder output (which every layer shares, so backward keeps no per-layer copy
+        # of it), reordered to [nodes; leaves] by the one copy that makes k's rows contiguous.
+        N = tree.num_leaves
+        kx = self.k_proj(encoder_out)
+        k = self._heads(torch.cat([kx[N:], kx[:N]]))
+        vl, vn = self._accumulated_values(encoder_out, tree)
+        return k, torch.cat([vn, vl], 2), tree.cross_attn_mask[:, None]
 
     def forward_cross(
         self,
         query: Tensor,
-        encoder_leaves: Optional[Tensor] = None,
-        encoder_nodes: Optional[Tensor] = None,
+        encoder_out: Optional[Tensor] = None,
         tree: Optional[TreeStructure] = None,
         incremental_state: Optional[IncrementalState] = None,
         need_weights: bool = False,
@@ -206,8 +205,9 @@ class TreeMultiheadAttention(nn.Module):
 
         The encoder side comes, in this order of preference, from ``incremental_state`` (cached by an
         earlier step), ``encoder_kv`` (a precomputed :meth:`encoder_kv` result), or is computed from
-        ``encoder_leaves`` [N, B, kdim], ``encoder_nodes`` [M, B, kdim] and ``tree``; with an
-        ``incremental_state`` it is then cached there.
+        ``encoder_out`` [N + M, B, kdim] (``[leaves; nodes]``) and ``tree``; with an ``incremental_state``
+        it is then cached there, its key made contiguous (every decoding step multiplies by k^T, which would
+        copy a strided k at each step).
 
         Args:
             query: [T, B, embed_dim] target states (T = 1 per step in incremental decoding).
@@ -218,19 +218,19 @@ class TreeMultiheadAttention(nn.Module):
         need_weights = need_weights or need_head_weights
         saved = self._get_input_buffer(incremental_state)
         if saved.get("prev_key") is not None:
-            kv = (saved["prev_key"], saved["prev_value"], saved["prev_key_padding_mask"])
+            kv = (saved["prev_key"], saved["prev_value"], saved["prev_key_mask"])
         elif encoder_kv is not None:
             kv = encoder_kv
         else:
-            if encoder_leaves is None or encoder_nodes is None or tree is None:
-                raise ValueError("cross-attention needs the encoder leaves, nodes and tree")
-            kv = self.encoder_kv(encoder_leaves, encoder_nodes, tree)
+            if encoder_out is None or tree is None:
+                raise ValueError("cross-attention needs the encoder output and tree")
+            kv = self.encoder_kv(encoder_out, tree)
         if incremental_state is not None and saved.get("prev_key") is None:
+            kv = (kv[0].contiguous(),) + tuple(kv[1:])
             self._set_input_buffer(incremental_state, {
-                "prev_key": kv[0], "prev_value": kv[1], "prev_key_padding_mask": kv[2]})
-        k, v, key_padding_mask = kv
+                "prev_key": kv[0], "prev_value": kv[1], "prev_key_mask": kv[2]})
+        k, v, mask = kv
         q = self._heads(self.q_proj(query)) * self.scaling
-        mask = ~key_padding_mask[:, None, None, :]  # [B, 1, 1, S]
         out, probs = self._attend(q, k, v, mask, need_weights)
         return self._merge(out), self._weights(probs, need_head_weights)
 

@@ -196,51 +196,69 @@ class TreeStructure:
         """N, the leaf slots."""
         return self.A.size(2)
 
+    def _cached(self, key, build):
+        """``build()`` once per batch: the layers share what depends on the batch only, so a GPU step does not
+        launch the same small kernels once per layer (launches, not arithmetic, bound a step there)."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
     @property
     def leaf_pad_mask(self) -> Tensor:
-        """[B, N] bool, True = padding (fairseq convention)."""
-        return ~self.leaf_mask
+        """[B, N] bool, True = padding (fairseq convention). Built once per batch."""
+        return self._cached("leaf_pad", lambda: ~self.leaf_mask)
 
     @property
     def node_pad_mask(self) -> Tensor:
-        """[B, M] bool, True = padding."""
-        return ~self.node_mask
+        """[B, M] bool, True = padding. Built once per batch."""
+        return self._cached("node_pad", lambda: ~self.node_mask)
+
+    def real_positions(self, dtype: torch.dtype) -> Tensor:
+        """[N + M, B, 1] in ``dtype``: 1 at real ``[leaves; nodes]`` positions, 0 at padding; time-first, as
+        fairseq's layers hold states. Built once per batch and dtype."""
+        return self._cached(("real", dtype), lambda: torch.cat(
+            [self.leaf_mask, self.node_mask], 1).t()[..., None].to(dtype))
+
+    def pair_bucket(self, name: str, size: int) -> Tensor:
+        """[B, 1, 1, Np] long: the 0-based embedding row of each pair's ``pair_<name>`` index (``horizontal``,
+        ``vertical_path``), clamped to ``size`` rows; padded pairs (index 0) go to row 0, where their weight
+        is 0. Built once per batch."""
+        def build():
+            return (getattr(self, f"pair_{name}").clamp(1, size) - 1)[:, None, None, :]
+        return self._cached(("bucket", name, size), build)
 
     @property
     def cross_key_padding_mask(self) -> Tensor:
         """[B, M + N] bool over ``[nodes; leaves]``, True = padding (fairseq ``key_padding_mask``)."""
-        return ~self.cross_attn_mask[:, 0]
+        return self._cached("cross_pad", lambda: ~self.cross_attn_mask[:, 0])
 
     def full_attn_mask(self) -> Tensor:
         """[B, N + M, N + M] bool: the encoder mask without subtree masking (ablation "-SubMask"):
         every real query sees every real key; a padded query sees itself only. Built once per batch."""
-        if "full" not in self._cache:
+        def build():
             real = torch.cat([self.leaf_mask, self.node_mask], 1)
-            L = real.size(1)
-            eye = torch.eye(L, dtype=torch.bool, device=real.device)
-            self._cache["full"] = (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
-        return self._cache["full"]
+            eye = torch.eye(real.size(1), dtype=torch.bool, device=real.device)
+            return (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
+        return self._cached("full", build)
 
     def mean_weights(self, count_leaf_in_mean: bool, dtype: torch.dtype = torch.float32) -> Tensor:
         """[B, M, N]: ``A_ij / (c_i * |C_ij|)``, the structure part of alpha_ij = w_j A_ij / (c_i |C_ij|)
         (eqs. 6 and 10; ``|C_ij| = P_ij + 1`` with the leaf counted, else ``max(P_ij, 1)``). It depends on the
         batch only: built once, in ``dtype``, and shared by every layer."""
-        key = ("mean", count_leaf_in_mean, dtype)
-        if key not in self._cache:
+        def build():
             A, P = self.A.to(dtype), self.P.to(dtype)
             count = P + 1.0 if count_leaf_in_mean else P.clamp_min(1.0)
-            self._cache[key] = A / (self.span_len.to(dtype).clamp_min(1.0)[..., None] * count)
-        return self._cache[key]
+            return A / (self.span_len.to(dtype).clamp_min(1.0)[..., None] * count)
+        return self._cached(("mean", count_leaf_in_mean, dtype), build)
 
     def pair_weights(self, count_leaf_in_mean: bool, dtype: torch.dtype = torch.float32) -> Tensor:
         """[B, M, Np]: ``mean_weights[i, j_p] * D[i, t_p]`` for every (node t_p, leaf j_p) pair: with the leaf
         weight w_{j_p}, the weight of pair p's hierarchical embedding in node i. Built once per batch."""
-        key = ("pair", count_leaf_in_mean, dtype)
-        if key not in self._cache:
+        def build():
             norm = self.mean_weights(count_leaf_in_mean, dtype)
             B, M, Np = self.pair_D.shape
-            self._cache[key] = norm.gather(-1, self.pair_leaf[:, None, :].expand(B, M, Np)) * self.pair_D.to(dtype)
-        return self._cache[key]
+            return norm.gather(-1, self.pair_leaf[:, None, :].expand(B, M, Np)) * self.pair_D.to(dtype)
+        return self._cached(("pair", count_leaf_in_mean, dtype), build)
 
     def _map(self, fn) -> "TreeStructure":
         kw = {}
