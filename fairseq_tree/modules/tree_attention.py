@@ -184,7 +184,7 @@ class TreeMultiheadAttention(nn.Module):
             keys in the order ``[nodes; leaves]`` (eq. 24), v's node part the accumulated N' (eq. 23).
         """
         # One projection of the encoder output (which every layer shares, so backward keeps no per-layer copy
-        # of it), reordered to [nodes; leaves] by the one copy that makes k's rows contiguous.
+        # of it), reordered to [nodes; leaves] by one copy (the cat); v is joined the same way below.
         N = tree.num_leaves
         kx = self.k_proj(encoder_out)
         k = self._heads(torch.cat([kx[N:], kx[:N]]))
