@@ -17,9 +17,11 @@ learned on its words), random trees that fit joined under a ``ROOT`` up to n lea
 0.6 n, the demo's data-bin has 0.7 n). For each tree kind and source length n (8..256): train-step time
 (forward + backward + Adam step, median of ``--steps``) at about ``--tokens`` target tokens per batch, peak
 memory of one train step (the most tensor bytes alive at once: CUDA's allocator, CPU's profiler), then beam-5
-decoding speed. Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at the longest length of
-the first tree kind: ``time_ratio``/``memory_ratio`` (same-size), ``time_ratio_pm``/``memory_ratio_pm``
-(positions-matched), ``decode_ratio``/``decode_ratio_pm``, and means over lengths.
+decoding speed, and the aten operators one train step dispatches (at the longest length: on a GPU that waits for
+the host, step time follows that count). Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at
+the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same-size),
+``time_ratio_pm``/``memory_ratio_pm`` (positions-matched), ``decode_ratio``/``decode_ratio_pm``,
+``ops_ratio``/``ops_ratio_pm``, and means over lengths.
 """
 
 import argparse
@@ -218,6 +220,29 @@ def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
     return peak_mb(step, device, warmup=step)
 
 
+def dispatched_ops(run: str, batch, device: str, amp: str, models) -> int:
+    """aten operators dispatched by one train step's forward and backward (no optimizer step): where the GPU
+    waits for the host (small models, as on the H100 at these sizes), step time follows this count rather than
+    the arithmetic; unlike time it does not jitter, and it is the same on any machine."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    _, model = models[KINDS[run]]
+    net, tree = run_inputs(run, batch)
+    model.train()
+    with Count(), autocast(device, amp):
+        out, _ = model(**(dict(net, **tree) if tree is not None else net))
+        torch.nn.functional.cross_entropy(out.float().transpose(1, 2), batch[3]).backward()
+    model.zero_grad(set_to_none=True)
+    return Count.n
+
+
 def batch_from_spec(spec: list, device: str):
     """spec = [data, arch, n, bsz, vocab, labels, seed, ptb codes or None, ptb file] -> make_batch(...)."""
     _, _, n, bsz, vocab, labels, seed, codes, ptb = spec
@@ -275,6 +300,10 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
               f"{t['pm'] * 1e3:7.1f} {row['time_ratio']:5.2f} {row['time_ratio_pm']:5.2f} | "
               f"{mem['tree2seq']:13.1f} {mem['tf']:7.1f} {mem['pm']:7.1f} {row['memory_ratio']:5.2f} "
               f"{row['memory_ratio_pm']:5.2f}")
+    ops = {run: dispatched_ops(run, batch, device, amp, models) for run in KINDS}
+    print(f"dispatched aten operators per train step (forward + backward), n = {n}: tree2seq {ops['tree2seq']:,}, "
+          f"same-size {ops['tf']:,}, positions-matched {ops['pm']:,}")
+    rows[-1].update(ops_ratio=ops["tree2seq"] / ops["tf"], ops_ratio_pm=ops["tree2seq"] / ops["pm"])
     dn = 32 if quick else 64
     spec = [str(data), arch, dn, 16 if quick else 32, vocab, labels, 2, str(codes) if kind == "ptb" else None,
             str(ptb)]
@@ -369,6 +398,7 @@ def main():
               time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),
               mean_time_ratio=mean("time_ratio"), mean_time_ratio_pm=mean("time_ratio_pm"),
               decode_ratio=round(dec["tf"] / dec["tree2seq"], 3), decode_ratio_pm=round(dec["pm"] / dec["tree2seq"], 3),
+              ops_ratio=round(last["ops_ratio"], 3), ops_ratio_pm=round(last["ops_ratio_pm"], 3),
               tree2seq_peak_mb=round(last["mem"]["tree2seq"], 1))
     print(" ".join(f"{k}={v}" for k, v in kv.items()))
 
