@@ -177,20 +177,25 @@ class Compiled(torch.nn.Module):
         return self.compiled(**kw)
 
 
+def step_loss(model, net, tree, tgt, device: str, amp: str) -> torch.Tensor:
+    """The train step's forward and loss (cross-entropy in fp32). ``tree``: the tree side for tree2seq (None for a
+    transformer)."""
+    with autocast(device, amp):
+        out, _ = model(**(dict(net, **tree) if tree is not None else net))
+    return torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt)
+
+
 def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
     """Median seconds of ``steps`` train steps (forward, backward, Adam) after one warm-up step. ``tree``: the
     tree side for tree2seq (None for a transformer)."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     model.train()
-    kw = dict(net, **tree) if tree is not None else net
     times = []
     for i in range(steps + 1):
         if device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        with autocast(device, amp):
-            out, _ = model(**kw)
-        loss = torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt)
+        loss = step_loss(model, net, tree, tgt, device, amp)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -234,11 +239,9 @@ def dispatched_ops(run: str, batch, device: str, amp: str, models) -> int:
             return func(*args, **(kwargs or {}))
 
     _, model = models[KINDS[run]]
-    net, tree = run_inputs(run, batch)
     model.train()
-    with Count(), autocast(device, amp):
-        out, _ = model(**(dict(net, **tree) if tree is not None else net))
-        torch.nn.functional.cross_entropy(out.float().transpose(1, 2), batch[3]).backward()
+    with Count():
+        step_loss(model, *run_inputs(run, batch), batch[3], device, amp).backward()
     model.zero_grad(set_to_none=True)
     return Count.n
 

@@ -202,7 +202,7 @@ def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     tree = out["tree"]
     N = tree.num_leaves
-    real = torch.cat([tree.leaf_mask, tree.node_mask], 1)  # [B, T]
+    real = tree.real_mask  # [B, T]
     is_root = torch.zeros_like(real)
     is_root.scatter_(1, root_positions(tree)[:, None], True)
     is_node = torch.zeros_like(real)

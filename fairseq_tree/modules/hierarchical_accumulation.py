@@ -40,7 +40,7 @@ VARIANTS: Dict[str, dict] = {
 }
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """fp32 for half types (the reference notes "values explode" in fp16), float64 stays float64."""
     return torch.promote_types(dtype, torch.float32)
 
@@ -125,7 +125,7 @@ class HierarchicalAccumulation(nn.Module):
         Returns:
             [B, Hw, N] in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H ("per_head").
         """
-        cd = _compute_dtype(leaves.dtype)
+        cd = compute_dtype(leaves.dtype)
         bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)
         return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).permute(1, 2, 0)
 
@@ -143,7 +143,7 @@ class HierarchicalAccumulation(nn.Module):
             never contribute (their inputs are zeroed first, so even NaN padding cannot leak).
         """
         dtype = leaf_values.dtype
-        cd = _compute_dtype(dtype)
+        cd = compute_dtype(dtype)
         B, H, N, dh = leaf_values.shape
         M = node_values.size(2)
         if (N, M) != (tree.num_leaves, tree.num_nodes):

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fairseq_tree.modules.hierarchical_accumulation import HierarchicalAccumulation
+from fairseq_tree.modules.hierarchical_accumulation import HierarchicalAccumulation, compute_dtype
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
@@ -123,8 +123,7 @@ class TreeMultiheadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = torch.matmul(q, k.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
-            # at least fp32 (half inputs), float64 stays float64
-            probs = F.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).type_as(q)
+            probs = F.softmax(scores, dim=-1, dtype=compute_dtype(q.dtype)).type_as(q)
             out = torch.matmul(F.dropout(probs, p=p, training=self.training), v)
         else:
             probs = None

@@ -213,11 +213,15 @@ class TreeStructure:
         """[B, M] bool, True = padding. Built once per batch."""
         return self._cached("node_pad", lambda: ~self.node_mask)
 
+    @property
+    def real_mask(self) -> Tensor:
+        """[B, N + M] bool over ``[leaves; nodes]``, True = real. Built once per batch."""
+        return self._cached("real", lambda: torch.cat([self.leaf_mask, self.node_mask], 1))
+
     def real_positions(self, dtype: torch.dtype) -> Tensor:
         """[N + M, B, 1] in ``dtype``: 1 at real ``[leaves; nodes]`` positions, 0 at padding; time-first, as
         fairseq's layers hold states. Built once per batch and dtype."""
-        return self._cached(("real", dtype), lambda: torch.cat(
-            [self.leaf_mask, self.node_mask], 1).t()[..., None].to(dtype))
+        return self._cached(("real", dtype), lambda: self.real_mask.t()[..., None].to(dtype))
 
     def pair_bucket(self, name: str, size: int) -> Tensor:
         """[B, 1, 1, Np] long: the 0-based embedding row of each pair's ``pair_<name>`` index (``horizontal``,
@@ -227,16 +231,11 @@ class TreeStructure:
             return (getattr(self, f"pair_{name}").clamp(1, size) - 1)[:, None, None, :]
         return self._cached(("bucket", name, size), build)
 
-    @property
-    def cross_key_padding_mask(self) -> Tensor:
-        """[B, M + N] bool over ``[nodes; leaves]``, True = padding (fairseq ``key_padding_mask``)."""
-        return self._cached("cross_pad", lambda: ~self.cross_attn_mask[:, 0])
-
     def full_attn_mask(self) -> Tensor:
         """[B, N + M, N + M] bool: the encoder mask without subtree masking (ablation "-SubMask"):
         every real query sees every real key; a padded query sees itself only. Built once per batch."""
         def build():
-            real = torch.cat([self.leaf_mask, self.node_mask], 1)
+            real = self.real_mask
             eye = torch.eye(real.size(1), dtype=torch.bool, device=real.device)
             return (real[:, :, None] & real[:, None, :]) | (eye & ~real[:, :, None])
         return self._cached("full", build)
