@@ -428,7 +428,9 @@ def test_subtree_mask_hand_made():
         [1, 1, 1, 1, 1],  # root sees everything
     ], dtype=torch.bool)
     assert torch.equal(tree.self_attn_mask[0], expected)
-    assert torch.equal(tree.cross_attn_mask[0, 0], torch.ones(5, dtype=torch.bool))
+    # the decoder's key bias: every real leaf and node, [leaves; nodes]; rows padded to a stride of 8
+    assert tree.attn_bias("cross", torch.float32).tolist() == [[[[0.0] * 5]]]
+    assert tree.attn_bias("self", torch.float32).stride(-2) == 8
     assert tree.depth.tolist() == [[2, 1]]
     assert tree.P.tolist() == [[[1, 1, 0], [2, 2, 1]]]  # nodes on the path leaf -> node
     assert tree.horizontal.tolist() == [[[1, 2, 0], [1, 2, 3]]]
@@ -454,8 +456,10 @@ def test_subtree_mask_hand_made():
         [0, 1, 1, 1, 0, 1, 1],
     ], dtype=torch.bool)
     assert torch.equal(tree.self_attn_mask[0], expected)
-    # cross mask over [nodes; leaves]
-    assert tree.cross_attn_mask[0, 0].tolist() == [False, True, True, False, True, True, True]
+    # the decoder's key bias over [leaves; nodes]: -inf on the padded leaf and node
+    inf = float("-inf")
+    assert tree.attn_bias("cross", torch.float32)[0, 0, 0].tolist() == [inf, 0, 0, 0, inf, 0, 0]
+    assert torch.equal(tree.attn_bias("self", torch.float16)[0, 0] == 0, expected)
     assert tree.depth.tolist() == [[0, 2, 1], [3, 2, 1]]
 
 
@@ -514,7 +518,8 @@ def test_sdpa_matches_explicit_and_masks_are_respected():
     a, _ = dec(y, x, tree)
     b, w = dec(y, x, tree, need_weights=True)
     assert torch.allclose(a, b, atol=1e-6) and w.shape == (2, 3, M + N)
-    assert (w[~tree.cross_attn_mask.expand(2, 3, M + N)] == 0).all()
+    keys = torch.cat([tree.node_mask, tree.leaf_mask], 1)  # the weights' order: [nodes; leaves] (eq. 24)
+    assert (w[~keys[:, None, :].expand(2, 3, M + N)] == 0).all() and (w[keys[:, None, :].expand(2, 3, M + N)] > 0).all()
 
 
 def test_incremental_cross_attention_and_beam_reorder():

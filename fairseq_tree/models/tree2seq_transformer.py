@@ -185,7 +185,7 @@ class Tree2SeqEncoder(FairseqEncoder):
             leaves = leaves + self.embed_positions(src_tokens)
         nodes = self.embed_scale * self.embed_labels(src_nodes)
         x = self.dropout_module(torch.cat([leaves, nodes], 1)).transpose(0, 1)  # [N + M, B, C]
-        padding_mask = ~tree.real_mask
+        padding_mask = tree.pad_mask
         states = [x] if return_all_hiddens else []
         attention = []
         for layer in self.layers:

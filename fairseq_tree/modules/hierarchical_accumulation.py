@@ -10,12 +10,14 @@ of node i is
 
 which is computed here without the m x n x d tensor:
 
-    N' = alpha @ V_L + ((alpha @ A^T) * D) @ V_N + [gamma_v @ E_v ; gamma_h @ E_h]
-    gamma_x[i, k] = sum_{pairs (t, j): A_tj = 1, index_x(t, j) = k} alpha_ij * D_it
+    N' = [alpha | G] @ [V_L; V_N] + beta @ [E_v(v_p); E_h(h_p)]_p,   G = (alpha @ A^T) * D
+    beta[i, p] = alpha_{i j_p} D_{i t_p}   over the pairs p = (t_p, j_p) with A_{t_p j_p} = 1
 
-The gammas are scatter-adds of an m x Np tensor (Np = number of (node, leaf) pairs with A = 1, about
-n * mean leaf depth) into K = |E| buckets: no factor d anywhere. With the code's vertical index
-(depth of t, independent of j) the vertical term folds into the node values instead.
+Np = number of such pairs (about n * mean leaf depth); [alpha | G] is one matmul of alpha with the batch's
+[I | A^T] (then * [1 | D]), and beta = (the batch's A / (c |C|) D part) * w_{j_p}, so per layer only w is
+multiplied in: the embedding term is pair_weights @ (w_{j_p} E_p), [M, Np] @ [Np, dh], no m x n x d tensor
+and no [M, Np] tensor per layer. With the code's vertical index (the depth of t, the same for every leaf) the
+pair's vertical row is depth(t_p): the same formula.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ VARIANTS: Dict[str, dict] = {
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """fp32 for half types (the reference notes "values explode" in fp16), float64 stays float64."""
-    return torch.promote_types(dtype, torch.float32)
+    """fp32 for half types (the reference notes "values explode" in fp16), float64 stays float64. (A lookup, not
+    ``torch.promote_types``: that is a dispatched operator, and this runs several times per layer.)"""
+    return dtype if dtype in (torch.float32, torch.float64) else torch.float32
 
 
 def _flat_heads(x: Tensor) -> Tensor:
@@ -121,7 +124,8 @@ class HierarchicalAccumulation(nn.Module):
 
         Args:
             leaves: [N, B, input_dim] (time first, as fairseq's layers hold states), the layer input of the
-                leaves. (A batch-first view would be copied by the projection, and the copy kept for backward.)
+                leaves (or of ``[leaves; nodes]``: then [B, Hw, N + M], of which :meth:`accumulate` reads the
+                leaves'). (A batch-first view would be copied by the projection, and the copy kept for backward.)
         Returns:
             [B, Hw, N] in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H ("per_head").
         """
@@ -131,72 +135,79 @@ class HierarchicalAccumulation(nn.Module):
 
     def forward(self, leaf_values: Tensor, node_values: Tensor, weights: Tensor,
                 tree: TreeStructure) -> Tensor:
-        """Accumulated node values.
+        """Accumulated node values from leaf and node values apart: :meth:`accumulate` of ``[leaves; nodes]``.
 
         Args:
             leaf_values: [B, H, N, dh] (L W_V, split into heads).
             node_values: [B, H, M, dh] (N W_V).
-            weights: [B, Hw, N] leaf weights w (Hw = 1 or H), e.g. from :meth:`compute_weights`.
+            weights, tree: as :meth:`accumulate`.
+        Returns:
+            [B, H, M, dh], as :meth:`accumulate`.
+        """
+        return self.accumulate(torch.cat([leaf_values, node_values], 2), weights, tree)
+
+    def accumulate(self, values: Tensor, weights: Tensor, tree: TreeStructure) -> Tensor:
+        """Accumulated node values N' (eqs. 5-10).
+
+        Args:
+            values: [B, H, N + M, dh], the values of ``[leaves; nodes]`` split into heads (a view of one projection
+                of the time-first states, as the tree attention passes it, costs no copy).
+            weights: [B, Hw, N] or [B, Hw, N + M] leaf weights w (Hw = 1 or H), e.g. from :meth:`compute_weights`;
+                the first N are the leaves' (the rest, if any, is ignored).
             tree: the batch structure.
         Returns:
-            [B, H, M, dh] in the dtype of ``leaf_values``; 0 on padded nodes. Padded leaves and nodes
-            never contribute (their inputs are zeroed first, so even NaN padding cannot leak).
+            [B, H, M, dh] in the dtype of ``values``; 0 on padded nodes. Padded leaves and nodes never contribute
+            (their values are zeroed first, so even NaN padding cannot leak).
         """
-        dtype = leaf_values.dtype
+        dtype = values.dtype
         cd = compute_dtype(dtype)
-        B, H, N, dh = leaf_values.shape
-        M = node_values.size(2)
-        if (N, M) != (tree.num_leaves, tree.num_nodes):
-            raise ValueError(f"values have N={N}, M={M}; tree has N={tree.num_leaves}, M={tree.num_nodes}")
+        B, H, L, dh = values.shape
+        N, M = tree.num_leaves, tree.num_nodes
+        if L != N + M:
+            raise ValueError(f"values have {L} positions; the tree has N + M = {N} + {M}")
 
-        leaf_pad, node_pad = tree.leaf_pad_mask, tree.node_pad_mask  # once per batch
-        w = weights.to(cd).masked_fill(leaf_pad[:, None, :], 0.0)  # [B, Hw, N]
-        A, D = tree.A.to(cd), tree.D.to(cd)
-        norm = tree.mean_weights(self.count_leaf_in_mean, cd)  # [B, M, N], once per batch
-        alpha = w[:, :, None, :] * norm[:, None]  # [B, Hw, M, N]
-        # G[i, t] = sum_j alpha_ij A_tj D_it: the weight node t's value gets in node i.
-        G = torch.matmul(alpha, A.transpose(1, 2)[:, None]) * D[:, None]  # [B, Hw, M, M]
-
-        if alpha.size(1) == 1:
-            # One weight vector for all heads: the heads ride in the matmuls' columns ([B, M, N] @ [B, N, H dh]),
-            # where broadcasting alpha over [B, H, ...] would copy it (and G) per head and keep the copies for
-            # backward. [B, H, L, dh] views of time-first projections flatten to [B, L, H dh] without a copy.
-            vl = _flat_heads(leaf_values).to(cd).masked_fill(leaf_pad[..., None], 0.0)
-            vn = _flat_heads(node_values).to(cd).masked_fill(node_pad[..., None], 0.0)
-            out = (torch.bmm(alpha[:, 0], vl) + torch.bmm(G[:, 0], vn)).view(B, M, H, dh).transpose(1, 2)
+        w = weights[..., :N].to(cd).masked_fill(tree.leaf_pad_mask[:, None, :], 0.0)  # [B, Hw, N]
+        Hw = w.size(1)
+        norm = tree.mean_weights(self.count_leaf_in_mean, cd)  # [B, M, N]
+        # [alpha | G], G[i, t] = sum_j alpha_ij A_tj D_it (the weight node t's value gets in node i), in one matmul
+        # with the batch's [I | A^T] and one product with its [1 | D]: the weights of [leaves; nodes] in node i.
+        left, right = tree.accumulation_operands(cd)  # [B, N, N + M], [B, M, N + M]
+        pad = tree.pad_mask  # [B, N + M]
+        if Hw == 1:
+            # One weight vector for all heads, and 3-D tensors throughout: the heads ride in the matmul's columns
+            # ([B, M, N + M] @ [B, N + M, H dh]), where broadcasting S over [B, H, ...] would copy it per head and
+            # keep the copy for backward. [B, H, L, dh] views of time-first projections flatten to [B, L, H dh]
+            # without a copy.
+            S = torch.bmm(w * norm, left) * right  # [B, M, N + M]
+            v = _flat_heads(values).to(cd).masked_fill(pad[..., None], 0.0)
+            out = torch.bmm(S, v).view(B, M, H, dh)
+            if self.hier_embed:
+                out = out + self._embedding_term(w, tree, cd).view(B, M, 1, dh)
+            out = out.transpose(1, 2)
         else:
-            vl = leaf_values.to(cd).masked_fill(leaf_pad[:, None, :, None], 0.0)
-            vn = node_values.to(cd).masked_fill(node_pad[:, None, :, None], 0.0)
-            out = torch.matmul(alpha, vl) + torch.matmul(G, vn)  # [B, H, M, dh]
-        if self.hier_embed:
-            out = out + self._embedding_term(w, G, tree, cd)
+            S = torch.matmul(w[:, :, None, :] * norm[:, None], left[:, None]) * right[:, None]  # [B, H, M, N + M]
+            v = values.to(cd).masked_fill(pad[:, None, :, None], 0.0)
+            out = torch.matmul(S, v)  # [B, H, M, dh]
+            if self.hier_embed:
+                out = out + self._embedding_term(w, tree, cd)
         return out.to(dtype)
 
-    def _embedding_term(self, w: Tensor, G: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
-        """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]; w [B, Hw, N] (padding 0)."""
+    def _embedding_term(self, w: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
+        """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]; w [B, Hw, N] (padding 0).
+
+        Over the pairs p = (t_p, j_p): beta[i, p] = alpha_{i j_p} D_{i t_p} = pair_weights[i, p] * w_{j_p}, so the
+        sum is pair_weights @ (w_{j_p} [e_v; e_h](p)): the batch's [M, Np] matrix times a per-layer [Np, dh] one
+        (no [M, Np] tensor per layer, nor its gradient)."""
         if tree.max_horizontal < self.max_horizontal or tree.max_vertical < self.max_vertical:
             raise ValueError("the TreeStructure clamps indices below this module's table sizes; build "
                              "it with max_horizontal/max_vertical >= the module's")
-        B, Hw, M, _ = G.shape
+        B, Hw, _ = w.shape
         Np = tree.pair_leaf.size(1)
-        # beta[i, p] = alpha_{i, j_p} D_{i, t_p} = w_{j_p} * (A / (c |C|))_{i, j_p} D_{i, t_p}: the weight of pair
-        # p = (t_p, j_p) in node i; the structure factor is the batch's (tree.pair_weights), only w_{j_p} is
-        # gathered per layer ([B, Hw, Np], not [B, Hw, M, Np], and so is its gradient).
-        w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np))
-        beta = tree.pair_weights(self.count_leaf_in_mean, cd)[:, None] * w_pairs[:, :, None, :]  # [B, Hw, M, Np]
-
-        def bucketed(name: str, table: nn.Embedding, K: int) -> Tensor:
-            # Padded pairs have index 0 -> bucket 0, but beta is 0 there. The buckets are the batch's.
-            idx = tree.pair_bucket(name, K).expand(B, Hw, M, Np)
-            gamma = beta.new_zeros(B, Hw, M, K).scatter_add_(-1, idx, beta)  # [B, Hw, M, K]
-            return torch.matmul(gamma, table.weight.to(cd))
-
-        horizontal = bucketed("horizontal", self.horizontal_embed, self.max_horizontal)
-        if self.vertical_index == "path":
-            vertical = bucketed("vertical_path", self.vertical_embed, self.max_vertical)
-        else:
-            # The depth of t does not depend on the leaf: it is a per-node vector weighted by G.
-            ev = F.embedding(tree.depth.clamp(1, self.max_vertical) - 1, self.vertical_embed.weight.to(cd))
-            ev = ev * tree.node_mask[..., None]
-            vertical = torch.matmul(G, ev[:, None])  # [B, Hw, M, dh // 2]
-        return torch.cat([vertical, horizontal], -1)
+        w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np)).unsqueeze(-1)  # [B, Hw, Np, 1]
+        # Padded pairs read row 0, but their pair weights are 0. With the code's index the vertical row of a pair
+        # is the depth of its node (the same for all of the node's leaves).
+        vertical = "vertical_path" if self.vertical_index == "path" else "vertical_depth"
+        e = torch.cat([F.embedding(tree.pair_bucket(vertical, self.max_vertical), self.vertical_embed.weight.to(cd)),
+                       F.embedding(tree.pair_bucket("horizontal", self.max_horizontal),
+                                   self.horizontal_embed.weight.to(cd))], -1)  # [B, Np, dh]
+        return torch.matmul(tree.pair_weights(self.count_leaf_in_mean, cd).unsqueeze(1), w_pairs * e.unsqueeze(1))

@@ -7,7 +7,9 @@ submodule (:class:`HierarchicalAccumulation`: leaf-weight vector u and hierarchi
 * encoder self-attention (``self_attention=True``): queries and keys are ``[leaves; nodes]``; values
   are ``[L W_V; N']`` with N' the hierarchically accumulated node values; the subtree mask applies.
 * decoder cross-attention (``encoder_decoder_attention=True``): queries are the target states, keys and
-  values ``[nodes; leaves]`` of the encoder output (values ``[N'; L W_V]``), no subtree mask. The
+  values the encoder output's nodes and leaves (values ``[N'; L W_V]``, eq. 24; held in the encoder's
+  ``[leaves; nodes]`` order, which attention does not depend on; weights reported as ``[nodes; leaves]``), no
+  subtree mask. The
   encoder side does not depend on the query: :meth:`encoder_kv` computes it once; in incremental
   decoding it is cached in ``incremental_state`` and reordered by :meth:`reorder_incremental_state`.
 
@@ -105,29 +107,28 @@ class TreeMultiheadAttention(nn.Module):
         L, B, _ = x.shape
         return x.view(L, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
-    def _accumulated_values(self, x: Tensor, tree: TreeStructure) -> Tuple[Tensor, Tensor]:
-        """Leaf values and accumulated node values: ([B, H, N, dh], [B, H, M, dh]) from time-first
-        ``[leaves; nodes]`` x [N + M, B, vdim]. One projection of x, split by views (not one per part)."""
-        N = tree.num_leaves
-        v = self.v_proj(x)
-        vl, vn = self._heads(v[:N]), self._heads(v[N:])
-        w = self.accumulation.compute_weights(x[:N])
-        return vl, self.accumulation(vl, vn, w, tree)
+    def _values(self, x: Tensor, tree: TreeStructure) -> Tensor:
+        """``[L W_V; N']`` [B, H, N + M, dh] (eqs. 15, 23): the leaf values and the accumulated node values, from
+        time-first ``[leaves; nodes]`` x [N + M, B, vdim]. One projection of x, and the leaf weights w computed
+        over all of x (the accumulation reads the leaves' part): slicing x would cost a copy of its gradient."""
+        values = self._heads(self.v_proj(x))  # [B, H, N + M, dh]
+        w = self.accumulation.compute_weights(x)
+        return torch.cat([values[:, :, :tree.num_leaves], self.accumulation.accumulate(values, w, tree)], 2)
 
-    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, need_weights: bool
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor, need_weights: bool
                 ) -> Tuple[Tensor, Optional[Tensor]]:
-        """q [B, H, T, dh] (already scaled), k/v [B, H, S, dh], mask [B, 1, T|1, S] bool (True =
-        attend). Returns ([B, H, T, dh], probs [B, H, T, S] or None). Every row of ``mask`` must see a key:
-        TreeStructure's masks guarantee it (a padded query sees itself; a sentence has a leaf), so no softmax
-        row is empty and nothing is NaN."""
+        """q [B, H, T, dh] (not scaled: the scaling goes into the kernel), k/v [B, H, S, dh], bias [B, 1, T|1, S]
+        additive (0 = attend, -inf = masked; TreeStructure.attn_bias). Returns ([B, H, T, dh], probs [B, H, T, S]
+        or None). Every row of the mask must see a key: TreeStructure's masks guarantee it (a padded query sees
+        itself; a sentence has a leaf), so no softmax row is empty and nothing is NaN."""
         p = self.dropout if self.training else 0.0
         if need_weights:
-            scores = torch.matmul(q, k.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
+            scores = torch.matmul(q * self.scaling, k.transpose(-1, -2)) + bias
             probs = F.softmax(scores, dim=-1, dtype=compute_dtype(q.dtype)).type_as(q)
             out = torch.matmul(F.dropout(probs, p=p, training=self.training), v)
         else:
             probs = None
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, scale=1.0)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, scale=self.scaling)
         return out, probs
 
     def _merge(self, out: Tensor) -> Tensor:
@@ -164,12 +165,11 @@ class TreeMultiheadAttention(nn.Module):
         if x.size(0) != N + M:
             raise ValueError(f"x has {x.size(0)} positions, the tree N + M = {N + M}")
         need_weights = need_weights or need_head_weights
-        q = self._heads(self.q_proj(x)) * self.scaling
+        q = self._heads(self.q_proj(x))
         k = self._heads(self.k_proj(x))
-        vl, vn = self._accumulated_values(x, tree)
-        v = torch.cat([vl, vn], 2)
-        mask = tree.self_attn_mask if self.subtree_mask else tree.full_attn_mask()
-        out, probs = self._attend(q, k, v, mask[:, None], need_weights)
+        v = self._values(x, tree)
+        bias = tree.attn_bias("self" if self.subtree_mask else "full", q.dtype)
+        out, probs = self._attend(q, k, v, bias, need_weights)
         out = self._merge(out) * tree.real_positions(x.dtype)
         return out, self._weights(probs, need_head_weights)
 
@@ -179,16 +179,13 @@ class TreeMultiheadAttention(nn.Module):
         Args:
             encoder_out: [N + M, B, kdim], the encoder output ``[leaves; nodes]`` (N = tree.num_leaves).
         Returns:
-            (k [B, H, M + N, dh], v [B, H, M + N, dh], key mask [B, 1, 1, M + N] bool True = attend),
-            keys in the order ``[nodes; leaves]`` (eq. 24), v's node part the accumulated N' (eq. 23).
+            (k [B, H, N + M, dh], v [B, H, N + M, dh], key bias [B, 1, 1, N + M]: 0 = attend, -inf = padding),
+            in the encoder output's order ``[leaves; nodes]``, v's node part the accumulated N' (eq. 23). Eq. 24
+            writes the keys ``[nodes; leaves]``; attention does not depend on the order of its keys (k, v and the
+            bias permuted alike), so they stay where the encoder put them: reordering would copy k and v per layer.
         """
-        # One projection of the encoder output (which every layer shares, so backward keeps no per-layer copy
-        # of it), reordered to [nodes; leaves] by one copy (the cat); v is joined the same way below.
-        N = tree.num_leaves
-        kx = self.k_proj(encoder_out)
-        k = self._heads(torch.cat([kx[N:], kx[:N]]))
-        vl, vn = self._accumulated_values(encoder_out, tree)
-        return k, torch.cat([vn, vl], 2), tree.cross_attn_mask[:, None]
+        k = self._heads(self.k_proj(encoder_out))
+        return k, self._values(encoder_out, tree), tree.attn_bias("cross", k.dtype)
 
     def forward_cross(
         self,
@@ -212,12 +209,12 @@ class TreeMultiheadAttention(nn.Module):
             query: [T, B, embed_dim] target states (T = 1 per step in incremental decoding).
         Returns:
             (out [T, B, embed_dim], attention weights or None: [B, T, M + N] averaged over heads or
-            [H, B, T, M + N], keys ordered [nodes; leaves]).
+            [H, B, T, M + N], keys ordered [nodes; leaves] as in eq. 24; ``tree`` must be given for them).
         """
         need_weights = need_weights or need_head_weights
         saved = self._get_input_buffer(incremental_state)
         if saved.get("prev_key") is not None:
-            kv = (saved["prev_key"], saved["prev_value"], saved["prev_key_mask"])
+            kv = (saved["prev_key"], saved["prev_value"], saved["prev_key_bias"])
         elif encoder_kv is not None:
             kv = encoder_kv
         else:
@@ -227,10 +224,15 @@ class TreeMultiheadAttention(nn.Module):
         if incremental_state is not None and saved.get("prev_key") is None:
             kv = (kv[0].contiguous(),) + tuple(kv[1:])
             self._set_input_buffer(incremental_state, {
-                "prev_key": kv[0], "prev_value": kv[1], "prev_key_mask": kv[2]})
-        k, v, mask = kv
-        q = self._heads(self.q_proj(query)) * self.scaling
-        out, probs = self._attend(q, k, v, mask, need_weights)
+                "prev_key": kv[0], "prev_value": kv[1], "prev_key_bias": kv[2]})
+        k, v, bias = kv
+        q = self._heads(self.q_proj(query))
+        out, probs = self._attend(q, k, v, bias, need_weights)
+        if probs is not None:  # [leaves; nodes] -> eq. 24's [nodes; leaves]
+            if tree is None:
+                raise ValueError("the cross-attention weights need the tree (for the number of leaves)")
+            N = tree.num_leaves
+            probs = torch.cat([probs[..., N:], probs[..., :N]], -1)
         return self._merge(out), self._weights(probs, need_head_weights)
 
     # ------------------------------------------------------------------ incremental state (fairseq)
@@ -248,7 +250,7 @@ class TreeMultiheadAttention(nn.Module):
 
     def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor
                                   ) -> IncrementalState:
-        """Reorder the cached encoder (k, v, mask) along the batch for beam search.
+        """Reorder the cached encoder (k, v, key bias) along the batch for beam search.
 
         As in fairseq's MultiheadAttention, an order of the same size only permutes beams of the same
         sentence, whose encoder side is identical, so nothing is copied then."""

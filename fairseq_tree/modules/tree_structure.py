@@ -52,8 +52,6 @@ class TreeStructure:
             rows, key columns; True = may attend). Leaf queries see real leaves; node query i sees
             ``[A[i] | D[i]]``. A padded query sees only itself, so no softmax row is empty (no NaN);
             its output must be discarded (the attention zeroes it).
-        cross_attn_mask: [B, 1, M + N] bool, decoder cross-attention key mask over ``[nodes; leaves]``
-            (no subtree mask: every target query sees all real nodes and leaves).
         max_horizontal, max_vertical: the clamps used for the index tensors.
     """
 
@@ -76,7 +74,6 @@ class TreeStructure:
     pair_vertical_path: Tensor
     pair_vertical_depth: Tensor
     self_attn_mask: Tensor
-    cross_attn_mask: Tensor
     max_horizontal: int = DEFAULT_MAX_INDEX
     max_vertical: int = DEFAULT_MAX_INDEX
 
@@ -169,15 +166,13 @@ class TreeStructure:
         eye = torch.eye(L, dtype=torch.bool, device=device)
         self_mask |= eye & ~real[:, :, None]  # a padded query sees itself only: no empty softmax row
 
-        cross_mask = torch.cat([node_mask, leaf_mask], 1)[:, None, :]
-
         return cls(
             leaf_mask=leaf_mask, node_mask=node_mask, leaf_rank=leaf_rank, A=A, D=D, P=P,
             span_len=span_len, depth=depth, horizontal=horizontal, vertical_path=vertical_path,
             vertical_depth=vertical_depth, pair_node=pair_node, pair_leaf=pair_leaf,
             pair_mask=pair_mask, pair_D=pair_D, pair_horizontal=per_pair(horizontal),
             pair_vertical_path=per_pair(vertical_path), pair_vertical_depth=per_pair(vertical_depth),
-            self_attn_mask=self_mask, cross_attn_mask=cross_mask,
+            self_attn_mask=self_mask,
             max_horizontal=max_horizontal, max_vertical=max_vertical,
         )
 
@@ -223,13 +218,43 @@ class TreeStructure:
         fairseq's layers hold states. Built once per batch and dtype."""
         return self._cached(("real", dtype), lambda: self.real_mask.t()[..., None].to(dtype))
 
+    @property
+    def pad_mask(self) -> Tensor:
+        """[B, N + M] bool over ``[leaves; nodes]``, True = padding. Built once per batch."""
+        return self._cached("pad", lambda: ~self.real_mask)
+
     def pair_bucket(self, name: str, size: int) -> Tensor:
-        """[B, 1, 1, Np] long: the 0-based embedding row of each pair's ``pair_<name>`` index (``horizontal``,
-        ``vertical_path``), clamped to ``size`` rows; padded pairs (index 0) go to row 0, where their weight
-        is 0. Built once per batch."""
+        """[B, Np] long: the 0-based embedding row of each pair's ``pair_<name>`` index (``horizontal``,
+        ``vertical_path``, ``vertical_depth``), clamped to ``size`` rows; padded pairs (index 0) go to row 0, where
+        their weight is 0. Built once per batch."""
+        return self._cached(("bucket", name, size), lambda: getattr(self, f"pair_{name}").clamp(1, size) - 1)
+
+    def accumulation_operands(self, dtype: torch.dtype = torch.float32):
+        """``([I | A^T] [B, N, N + M], [1 | D] [B, M, N + M])`` in ``dtype``: ``(alpha @ left) * right`` is
+        ``[alpha | (alpha @ A^T) * D]``, the weights of ``[leaves; nodes]`` in each node (the accumulation's one
+        matmul; alpha @ I is exact). Built once per batch and dtype."""
         def build():
-            return (getattr(self, f"pair_{name}").clamp(1, size) - 1)[:, None, None, :]
-        return self._cached(("bucket", name, size), build)
+            B, M, N = self.A.shape
+            eye = torch.eye(N, dtype=dtype, device=self.A.device).expand(B, N, N)
+            left = torch.cat([eye, self.A.to(dtype).transpose(1, 2)], 2)
+            right = torch.cat([self.A.new_ones(B, M, N, dtype=dtype), self.D.to(dtype)], 2)
+            return left, right
+        return self._cached(("accumulation", dtype), build)
+
+    def attn_bias(self, kind: str, dtype: torch.dtype) -> Tensor:
+        """The attention mask as an additive bias in ``dtype`` (0 = attend, -inf = masked), what
+        ``scaled_dot_product_attention`` makes of a bool mask in every call otherwise: ``self`` (the subtree mask)
+        and ``full`` (-SubMask) [B, 1, N + M, N + M], ``cross`` [B, 1, 1, N + M] (the decoder's keys: every real
+        leaf and node, in the encoder output's order ``[leaves; nodes]``). Its rows are stored with a
+        stride padded to 8 elements (the alignment CUDA's memory-efficient kernel wants of a bias, which it would
+        otherwise pad by a copy per call). Built once per batch, kind and dtype."""
+        def build():
+            mask = {"self": lambda: self.self_attn_mask, "full": self.full_attn_mask,
+                    "cross": lambda: self.real_mask[:, None]}[kind]()[:, None]  # [B, 1, T, S]
+            S = mask.size(-1)
+            bias = mask.new_zeros(*mask.shape[:-1], -(-S // 8) * 8, dtype=dtype)[..., :S]
+            return bias.masked_fill_(~mask, float("-inf"))
+        return self._cached(("bias", kind, dtype), build)
 
     def full_attn_mask(self) -> Tensor:
         """[B, N + M, N + M] bool: the encoder mask without subtree masking (ablation "-SubMask"):
