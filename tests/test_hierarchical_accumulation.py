@@ -578,3 +578,28 @@ def test_reordered_tree_is_lazy_and_composes():
     eager = tree._map(lambda t: t.index_select(0, torch.tensor([1, 1, 1, 0])))
     assert torch.equal(r.self_attn_mask, eager.self_attn_mask) and torch.equal(r.pair_D, eager.pair_D)
     assert r.materialize() is r.materialize()
+
+
+def test_pair_embedding_sum_gradients_match_finite_differences():
+    """PairEmbeddingSum (the hierarchical-embedding term over (node, leaf) pairs, whose backward looks the
+    embedding rows up again instead of keeping them) against torch.autograd.gradcheck, float64, two heads,
+    repeated and padded (weight 0) pairs."""
+    from fairseq_tree.modules.hierarchical_accumulation import PairEmbeddingSum
+
+    g = torch.Generator().manual_seed(0)
+    B, Hw, M, Np, Kv, Kh = 2, 2, 3, 5, 4, 3
+    w_pairs = torch.randn(B, Hw, Np, generator=g, dtype=torch.float64, requires_grad=True)
+    pw = torch.rand(B, M, Np, generator=g, dtype=torch.float64)
+    pw[1, :, -1] = 0.0  # a padded pair
+    iv = torch.tensor([[0, 1, 1, 3, 0], [2, 2, 0, 1, 0]])
+    ih = torch.tensor([[2, 0, 1, 1, 0], [1, 1, 2, 0, 0]])
+    ev = torch.randn(Kv, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    eh = torch.randn(Kh, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda w, a, b: PairEmbeddingSum.apply(w, pw, iv, ih, a, b), (w_pairs, ev, eh))
+    # the forward against its definition written out
+    out = PairEmbeddingSum.apply(w_pairs, pw, iv, ih, ev, eh)
+    for b in range(B):
+        for h in range(Hw):
+            for i in range(M):
+                ref = sum(pw[b, i, p] * w_pairs[b, h, p] * torch.cat([ev[iv[b, p]], eh[ih[b, p]]]) for p in range(Np))
+                torch.testing.assert_close(out[b, h, i], ref)

@@ -203,11 +203,47 @@ class HierarchicalAccumulation(nn.Module):
                              "it with max_horizontal/max_vertical >= the module's")
         B, Hw, _ = w.shape
         Np = tree.pair_leaf.size(1)
-        w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np)).unsqueeze(-1)  # [B, Hw, Np, 1]
+        w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np))  # [B, Hw, Np]
         # Padded pairs read row 0, but their pair weights are 0. With the code's index the vertical row of a pair
         # is the depth of its node (the same for all of the node's leaves).
         vertical = "vertical_path" if self.vertical_index == "path" else "vertical_depth"
-        e = torch.cat([F.embedding(tree.pair_bucket(vertical, self.max_vertical), self.vertical_embed.weight.to(cd)),
-                       F.embedding(tree.pair_bucket("horizontal", self.max_horizontal),
-                                   self.horizontal_embed.weight.to(cd))], -1)  # [B, Np, dh]
-        return torch.matmul(tree.pair_weights(self.count_leaf_in_mean, cd).unsqueeze(1), w_pairs * e.unsqueeze(1))
+        return PairEmbeddingSum.apply(
+            w_pairs, tree.pair_weights(self.count_leaf_in_mean, cd), tree.pair_bucket(vertical, self.max_vertical),
+            tree.pair_bucket("horizontal", self.max_horizontal), self.vertical_embed.weight.to(cd),
+            self.horizontal_embed.weight.to(cd))
+
+
+class PairEmbeddingSum(torch.autograd.Function):
+    """``out[b, h, i] = sum_p pw[b, i, p] * w_pairs[b, h, p] * [E_v[iv[b, p]]; E_h[ih[b, p]]]`` -> [B, Hw, M, dh].
+
+    Inputs: w_pairs [B, Hw, Np] (the leaf weight of each pair), pw [B, M, Np] (the batch's pair weights, no
+    gradient), iv / ih [B, Np] long (the pairs' embedding rows), E_v [Kv, dv], E_h [Kh, dh - dv]. Autograd through
+    the plain operations would keep the pairs' embedding rows [B, Np, dh] of every layer for backward (more bytes
+    than the [B, M, Np] weights the pair form avoids, as dh > M for most sentences); this keeps w_pairs and the
+    indices, and looks the rows up again in backward.
+    """
+
+    @staticmethod
+    def _rows(iv: Tensor, ih: Tensor, ev: Tensor, eh: Tensor) -> Tensor:
+        return torch.cat([F.embedding(iv, ev), F.embedding(ih, eh)], -1)  # [B, Np, dh]
+
+    @staticmethod
+    def forward(ctx, w_pairs, pw, iv, ih, ev, eh):
+        ctx.save_for_backward(w_pairs, pw, iv, ih, ev, eh)
+        e = PairEmbeddingSum._rows(iv, ih, ev, eh)
+        return torch.matmul(pw.unsqueeze(1), w_pairs.unsqueeze(-1) * e.unsqueeze(1))
+
+    @staticmethod
+    def backward(ctx, grad):
+        w_pairs, pw, iv, ih, ev, eh = ctx.saved_tensors
+        g = torch.matmul(pw.transpose(1, 2).unsqueeze(1), grad)  # [B, Hw, Np, dh]: d loss / d (w_p e_p)
+        grad_w = grad_ev = grad_eh = None
+        if ctx.needs_input_grad[0]:
+            grad_w = (g * PairEmbeddingSum._rows(iv, ih, ev, eh).unsqueeze(1)).sum(-1)
+        if ctx.needs_input_grad[4] or ctx.needs_input_grad[5]:
+            ge = (g * w_pairs.unsqueeze(-1)).sum(1)  # [B, Np, dh]
+            dv = ev.size(1)
+            # F.embedding's own backward (rows summed per index), one kernel per table
+            grad_ev = torch.ops.aten.embedding_dense_backward(ge[..., :dv], iv, ev.size(0), -1, False)
+            grad_eh = torch.ops.aten.embedding_dense_backward(ge[..., dv:], ih, eh.size(0), -1, False)
+        return grad_w, None, None, None, grad_ev, grad_eh
