@@ -603,3 +603,30 @@ def test_pair_embedding_sum_gradients_match_finite_differences():
             for i in range(M):
                 ref = sum(pw[b, i, p] * w_pairs[b, h, p] * torch.cat([ev[iv[b, p]], eh[ih[b, p]]]) for p in range(Np))
                 torch.testing.assert_close(out[b, h, i], ref)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_tree_attention_in_bf16_follows_fp32(need_weights):
+    """The whole attention in half precision (the model cast, as under --bf16): the additive mask biases are made
+    in the query's dtype (SDPA refuses others), the accumulation runs in fp32 inside, and both modes stay within
+    bf16 rounding of the fp32 module; gradients are finite."""
+    rng = random.Random(4)
+    E, H = 16, 4
+    enc, dec = _attention_pair("paper", E, H)
+    trees = [bpe_tree(), random_tree(rng, 9), random_tree(rng, 1)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng, extra_n=1)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(N + M, 3, E, generator=g), torch.randn(2, 3, E, generator=g)
+    ref_self, _ = enc(x, tree, need_weights=need_weights)
+    ref_cross, _ = dec(y, x, tree, need_weights=need_weights)
+    enc, dec = enc.to(torch.bfloat16), dec.to(torch.bfloat16)
+    xb = x.to(torch.bfloat16).requires_grad_()
+    out_self, _ = enc(xb, tree, need_weights=need_weights)
+    out_cross, _ = dec(y.to(torch.bfloat16), xb, tree, need_weights=need_weights)
+    assert out_self.dtype == out_cross.dtype == torch.bfloat16
+    torch.testing.assert_close(out_self.float(), ref_self, atol=0.05, rtol=0.05)
+    torch.testing.assert_close(out_cross.float(), ref_cross, atol=0.05, rtol=0.05)
+    (out_self.float().sum() + out_cross.float().sum()).backward()
+    assert torch.isfinite(xb.grad.float()).all() and xb.grad.abs().sum() > 0
