@@ -127,7 +127,8 @@ class HierarchicalAccumulation(nn.Module):
                 leaves (or of ``[leaves; nodes]``: then [B, Hw, N + M], of which :meth:`accumulate` reads the
                 leaves'). (A batch-first view would be copied by the projection, and the copy kept for backward.)
         Returns:
-            [B, Hw, N] in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H ("per_head").
+            [B, Hw, N] (or [B, Hw, N + M]) in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H
+            ("per_head").
         """
         cd = compute_dtype(leaves.dtype)
         bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)

@@ -204,11 +204,6 @@ class TreeStructure:
         return self._cached("leaf_pad", lambda: ~self.leaf_mask)
 
     @property
-    def node_pad_mask(self) -> Tensor:
-        """[B, M] bool, True = padding. Built once per batch."""
-        return self._cached("node_pad", lambda: ~self.node_mask)
-
-    @property
     def real_mask(self) -> Tensor:
         """[B, N + M] bool over ``[leaves; nodes]``, True = real. Built once per batch."""
         return self._cached("real", lambda: torch.cat([self.leaf_mask, self.node_mask], 1))
