@@ -33,13 +33,33 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_stanza_models(tmp_path_factory):
     """Tiny stanza tagger + parser (junk trees, valid models) trained ONCE per session, offline, through
-    scripts/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path."""
-    import subprocess
+    scripts/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path. Under
+    pytest-xdist (`make test`) the workers share one training: the first to take the lock trains, the others
+    wait for it and reuse its models (marked complete by a stamp file: a failed training is redone, not reused)."""
+    from filelock import FileLock
 
     ptb = SHARED / "data" / "ptb_sample"
     if not (ptb / "train.mrg").is_file():
         pytest.skip(f"{ptb} not found")
-    root = tmp_path_factory.mktemp("stanza_tiny")
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return _train_tiny_stanza(ptb, tmp_path_factory.mktemp("stanza_tiny"))
+    shared = tmp_path_factory.getbasetemp().parent  # the session's directory, common to its workers
+    root = shared / "stanza_tiny"
+    with FileLock(str(shared / "stanza_tiny.lock")):
+        if not (root / "complete").is_file():
+            _train_tiny_stanza(ptb, root)
+            (root / "complete").touch()
+        return root / "models"
+
+
+def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
+    """scripts/train_stanza_parser.sh --size tiny on the first trees of ``ptb`` in ``root`` -> root/models."""
+    import shutil
+    import subprocess
+
+    if root.exists():  # left by a training that failed
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
     treebank, out = root / "treebank", root / "models"
     treebank.mkdir()
     # the first 200 train / 30 valid trees (reading all 3,396 would cost ~5 s); valid.mrg is the dev file
