@@ -72,6 +72,18 @@ class Training(NamedTuple):
     sentences_per_update: Optional[float]  # mean of the epoch summaries' bsz
 
 
+def segments_seconds(walls: list) -> float:
+    """The sum over run segments of each segment's last wall-meter reading; a segment ends where the meter falls
+    (a resume that restarted it), e.g. [400, 100, 200] -> 400 + 200 (the time between a killed segment's last
+    log line and its end is not in the log)."""
+    total = last = 0.0
+    for w in walls:
+        if w < last:
+            total += last
+        last = w
+    return total + last
+
+
 def training(log: Path) -> Training:
     """A fairseq-train log (resumed runs append to it) -> its :class:`Training` summary."""
     text = log.read_text()
@@ -79,8 +91,9 @@ def training(log: Path) -> Training:
     wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
     done = re.findall(r"done training in ([\d.]+) seconds", text)
     device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
-    # each run segment logs its own "done training"; fairseq's wall meter continues across resumes
-    seconds = max(sum(float(d) for d in done), float(wall[-1]) if wall else 0.0)
+    # each run segment that ends by itself logs its own "done training"; fairseq's wall meter continues across a
+    # resume from such a segment's checkpoint, but restarts after one that was killed: a segment ends where it falls
+    seconds = max(sum(float(d) for d in done), segments_seconds([float(w) for w in wall]))
     minutes = seconds / 60 if done or wall else float("nan")
     valid = re.findall(r"valid on 'valid' subset \| loss ([\d.]+)", text)
     # the epoch summaries (" | train | "), not the train_inner lines: each gives its epoch's mean batch size

@@ -376,8 +376,8 @@ def test_checkpoint_activations_same_loss_and_gradients(data_bin):
 def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     """scripts/tree2seq_table.py: BLEU per seed, mean ± sample sd, and the per-seed difference to the
     transformer of the same seed (hand-computed: 34.0 - 33.0 = +1.0, 35.0 - 35.0 = 0.0 -> +0.50 ± 0.71), its
-    updates / minutes / device from the fairseq-train log (a resumed run's last count), F1 / UF1 from
-    quality/SRC/scores.jsonl, the paired bootstrap p of each seed as sacreBLEU's CLI gives it."""
+    updates / minutes / device from the fairseq-train log (a resumed run's last count; its segments' minutes
+    summed), F1 / UF1 from quality/SRC/scores.jsonl, the paired bootstrap p of each seed as sacreBLEU's CLI gives it."""
     runs = {"transformer": (33.0, 35.0), "tree2seq_lal": (34.0, 35.0)}
     refs = (SHARED / "data" / "multi30k" / "test.de").read_text(encoding="utf-8").splitlines()[:40]
     order = [(7 * i) % 40 for i in range(40)]  # fairseq-generate prints sentences out of order
@@ -441,7 +441,9 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     d.mkdir()
     (d / "test.gen").write_text((tmp_path / "ckpt" / "de" / "tree2seq_lal_s2" / "test.gen").read_text(
         encoding="utf-8").replace("BLEU = 35.00", "BLEU = 35.50"), encoding="utf-8")
-    (d / "train.log").write_text("| num_updates 1500 | wall 600\n")
+    # killed at 1,000 updates (400 s), resumed from its checkpoint with the wall meter restarted: 400 + 200 s
+    (d / "train.log").write_text("| num_updates 1000 | wall 400\nLoaded checkpoint checkpoint_last.pt\n"
+                                 "| num_updates 1200, wall=100\n| num_updates 1500 | wall 200\n")
     proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
                            "trivial", "--seeds", "1", "2"], capture_output=True, text=True, check=True)
     trivial = [r for r in proc.stdout.splitlines() if r.startswith("| tree2seq_trivial")][0]
