@@ -119,5 +119,5 @@ if [ "$TRAIN_MINUTES" != 0 ]; then
   grep -E "^(S|D)-0\b" "$CKPT/test.gen" | head -2
   grep "BLEU" "$CKPT/test.gen" | tail -1 \
     || { echo "demo: no BLEU line in $CKPT/test.gen" >&2; exit 1; }
-  echo "(a CPU budget of $TRAIN_MINUTES minutes is far from convergence: see the README's results table)"
+  echo "(a CPU budget of $TRAIN_MINUTES minutes is far from convergence: see RESULTS.md)"
 fi
