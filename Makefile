@@ -9,8 +9,8 @@ SHARED ?= ../shared
 WORK ?= work
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
-# pytest-xdist workers for `make test`, whole files per worker (--dist loadfile: a module's fixtures are built once);
-# TEST_WORKERS=0 runs the suite in one process
+# pytest-xdist workers for `make test`, whole files per worker (--dist loadfile: a module's fixtures are built once),
+# handed out in collection order (the slowest files first: tests/conftest.py); TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 
 .PHONY: venv test lint demo bench clean
@@ -30,7 +30,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	touch $(STAMP)
 
 test: lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 # ruff.toml: pyflakes, pycodestyle, import order, bugbear; part of `make test`, so CI runs it.
 lint: $(STAMP)
