@@ -2,7 +2,7 @@
 """tree2seq vs fairseq's own transformer, on the same batches, in one run.
 
     python scripts/bench_tree2seq.py [--quick] [--arch tree2seq_iwslt_de_en] [--device cpu|cuda] [--fp16]
-                                     [--trees ptb,random] [--tokens 2048]
+                                     [--trees ptb,random] [--tokens 2048] [--width 32]
 
 Two baselines, both fairseq's ``transformer`` with the tree2seq arch's sizes:
 
@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -48,12 +49,17 @@ def make_data_dir(path: Path, vocab: int, labels: int) -> None:
         f.writelines(f"L{i} 1\n" for i in range(labels))
 
 
-def build(kind: str, data: Path, arch: str, device: str):
+def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None):
+    """-> (task, model): tree2seq of ``arch``, or fairseq's transformer of its sizes; ``width`` overrides the
+    embedding width (FFN 2 x width), keeping the arch's layers and heads."""
     from fairseq import options, tasks
 
     import fairseq_tree  # noqa: F401
 
     common = [str(data), "-s", "src", "-t", "tgt", "--dropout", "0.1", "--share-all-embeddings"]
+    if width:
+        for side in ("encoder", "decoder"):
+            common += [f"--{side}-embed-dim", str(width), f"--{side}-ffn-embed-dim", str(2 * width)]
     tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
     if kind == "tree2seq":
         argv = tree_argv
@@ -365,6 +371,10 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
                          "memory children stay eager); the first step per shape pays the compilation")
+    ap.add_argument("--width", type=int, default=None,
+                    help="embedding width D (FFN 2D) of both models, the arch's layers and heads kept: with D = 32 and "
+                         "short batches the arithmetic is negligible and the step is bound by the host, as a GPU step "
+                         "of these sizes is (e.g. --width 32 --lengths 16 --tokens 32 --steps 80)")
     ap.add_argument("--profile", action="store_true",
                     help="also print torch.profiler's table of one tree2seq train step at the longest length, and the "
                          "operators whose time grows most against the positions-matched transformer's step")
@@ -381,11 +391,12 @@ def main():
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
-        models = {k: build(k, data, arch, args.device) for k in ("tree2seq", "transformer")}
+        models = {k: build(k, data, arch, args.device, args.width) for k in ("tree2seq", "transformer")}
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
         if args.compile:
             models = {k: (task, Compiled(m)) for k, (task, m) in models.items()}
-        print(f"arch {arch} on {args.device} ({args.amp}, threads {torch.get_num_threads()}"
+        at_width = f" at width {args.width}" if args.width else ""
+        print(f"arch {arch}{at_width} on {args.device} ({args.amp}, threads {torch.get_num_threads()}"
               f"{', torch.compile' if args.compile else ''}); parameters: "
               f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}; {tokens} target tokens")
         results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
@@ -396,7 +407,8 @@ def main():
     rows, dec = results[kinds[0]]
     last = rows[-1]
     mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731
-    kv = dict(arch=arch, device=args.device, amp=args.amp, compile=int(args.compile), trees=kinds[0], n=last["n"],
+    kv = dict(arch=arch, width=args.width or "arch", device=args.device, amp=args.amp, compile=int(args.compile),
+              trees=kinds[0], n=last["n"],
               time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),
               time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),
               mean_time_ratio=mean("time_ratio"), mean_time_ratio_pm=mean("time_ratio_pm"),
