@@ -36,6 +36,8 @@ def tiny_stanza_models(tmp_path_factory):
     scripts/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path. Under
     pytest-xdist (`make test`) the workers share one training: the first to take the lock trains, the others
     wait for it and reuse its models (marked complete by a stamp file: a failed training is redone, not reused)."""
+    import shutil
+
     from filelock import FileLock
 
     ptb = SHARED / "data" / "ptb_sample"
@@ -47,19 +49,18 @@ def tiny_stanza_models(tmp_path_factory):
     root = shared / "stanza_tiny"
     with FileLock(str(shared / "stanza_tiny.lock")):
         if not (root / "complete").is_file():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed training left
+            root.mkdir()
             _train_tiny_stanza(ptb, root)
             (root / "complete").touch()
         return root / "models"
 
 
 def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
-    """scripts/train_stanza_parser.sh --size tiny on the first trees of ``ptb`` in ``root`` -> root/models."""
-    import shutil
+    """scripts/train_stanza_parser.sh --size tiny on the first trees of ``ptb`` in the empty directory ``root`` ->
+    root/models."""
     import subprocess
 
-    if root.exists():  # left by a training that failed
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
     treebank, out = root / "treebank", root / "models"
     treebank.mkdir()
     # the first 200 train / 30 valid trees (reading all 3,396 would cost ~5 s); valid.mrg is the dev file
