@@ -17,7 +17,7 @@ TEST_WORKERS ?= 2
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt setup.py
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 	# torch first and pinned: any other version pulls a multi-GB CUDA build.

@@ -1,22 +1,23 @@
-"""Shims that let fairseq-fixed 0.12.3 run on torch >= 2.6 and numpy 2, applied when the plugin loads.
+"""Everything importing the plugin changes outside its own modules, in one place (applied once, when fairseq
+loads the plugin through ``--user-dir`` or ``import fairseq_tree``). Nothing here weakens torch or fairseq:
 
-* torch >= 2.6 loads with ``weights_only=True`` unless told otherwise, and fairseq checkpoints pickle
-  an ``argparse.Namespace``/``DictConfig``, so ``fairseq-generate``, ``fairseq-interactive`` and a
-  resumed ``fairseq-train`` fail. torch reads ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` at each call and it
-  only applies where the caller did not pass ``weights_only`` (fairseq's calls); callers that ask for
-  ``weights_only=True`` explicitly (stanza) keep it. As before torch 2.6, only load trusted checkpoints.
-* numpy 2 removed ``np.compat``; fairseq still uses ``np.compat.long`` in ``TokenBlockDataset``
-  (``--sample-break-mode eos``) and ``LanguagePairDataset(num_buckets > 0)``.
-* fairseq's ``BufferedIterator`` prefetches batches in a daemon thread. When training stops in the
-  middle of an epoch (``--max-update``), the main thread exits while that thread is still inside
-  torch, and the process aborts at interpreter shutdown ("terminate called without an active
-  exception", exit 134) after everything was saved. An ``atexit`` hook stops and joins those threads
-  first; the thread's loop gains a stop check, nothing else changes.
-* fairseq's ``data_utils.batch_by_size`` (its Cython ``batch_by_size_vec``) silently drops the sentences left
-  over when the last batch is smaller than ``--required-batch-size-multiple`` (default 8): 300 sentences of
-  ``fairseq-generate`` give 296 hypotheses, validations score up to 7 sentences fewer, and training never sees
-  the longest sentences of an epoch. The wrapper batches the leftovers (``required_batch_size_multiple=1``,
-  same token and sentence limits) into final batches; the other batches are fairseq's, unchanged.
+1. **Checkpoint allowlist** (:func:`fairseq_tree.safe_loading.register`): ``argparse.Namespace`` and numpy's scalar
+   reconstruction are added to torch's safe globals, so that fairseq's own ``torch.load`` (torch >= 2.6 default:
+   ``weights_only=True``) reads fairseq checkpoints; a file that pickles anything else is still refused.
+2. **A clearer refusal** (:func:`fairseq_tree.safe_loading.guard_fairseq_loader`): fairseq's
+   ``checkpoint_utils.load_checkpoint_to_cpu`` reports a refused file by its path and the opt-out for a trusted
+   file (``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``); what it loads and how is unchanged.
+3. **numpy 2**: ``np.compat`` is gone; fairseq still uses ``np.compat.long`` in ``TokenBlockDataset``
+   (``--sample-break-mode eos``) and ``LanguagePairDataset(num_buckets > 0)``: the alias is restored when missing.
+4. **Exit hook**: fairseq's ``BufferedIterator`` prefetches batches in a daemon thread. When training stops in the
+   middle of an epoch (``--max-update``), the main thread exits while that thread is still inside torch, and the
+   process aborts at interpreter shutdown ("terminate called without an active exception", exit 134) after
+   everything was saved. An ``atexit`` hook stops and joins those threads first; the thread's loop gains a stop
+   check, nothing else changes.
+
+Not global: the batching fix that keeps the sentences fairseq's ``--required-batch-size-multiple`` drops applies to
+the plugin's tasks (:mod:`fairseq_tree.data.leftovers`); to fairseq's own tasks only with
+``FAIRSEQ_TREE_KEEP_LEFTOVERS=1``.
 """
 
 import atexit
@@ -28,8 +29,17 @@ import warnings
 
 
 def apply() -> None:
-    os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
-    warnings.filterwarnings("ignore", message="Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    import torch
+
+    from fairseq_tree import safe_loading
+    from fairseq_tree.data import leftovers
+
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 6):
+        warnings.warn(f"fairseq-tree: torch {torch.__version__} loads checkpoints with full pickle by default "
+                      "(weights_only=False) in fairseq's own CLIs; use torch >= 2.6 for safe loading everywhere",
+                      stacklevel=2)
+    safe_loading.register()
+    safe_loading.guard_fairseq_loader()
 
     import numpy as np
 
@@ -39,32 +49,8 @@ def apply() -> None:
         np.compat = types.SimpleNamespace(long=np.int64)
 
     _stop_prefetch_threads_at_exit()
-    _keep_leftover_sentences_in_batches()
-
-
-def _keep_leftover_sentences_in_batches() -> None:
-    from fairseq.data import data_utils
-
-    batch_by_size = data_utils.batch_by_size
-    if getattr(batch_by_size, "_fairseq_tree_keeps_all", False):
-        return
-
-    def keep_all(indices, num_tokens_fn, num_tokens_vec=None, max_tokens=None, max_sentences=None,
-                 required_batch_size_multiple=1, fixed_shapes=None):
-        import numpy as np
-
-        batches = batch_by_size(indices, num_tokens_fn, num_tokens_vec, max_tokens, max_sentences,
-                                required_batch_size_multiple, fixed_shapes)
-        if fixed_shapes is not None or sum(len(b) for b in batches) == len(indices):
-            return batches
-        indices = np.asarray(indices, dtype=np.int64)
-        seen = np.concatenate(batches) if len(batches) else np.zeros(0, dtype=np.int64)
-        rest = indices[~np.isin(indices, seen)]  # in the caller's (length) order
-        rest_vec = None if num_tokens_vec is None else np.asarray(num_tokens_vec)[~np.isin(indices, seen)]
-        return list(batches) + list(batch_by_size(rest, num_tokens_fn, rest_vec, max_tokens, max_sentences, 1))
-
-    keep_all._fairseq_tree_keeps_all = True
-    data_utils.batch_by_size = keep_all
+    if os.environ.get(leftovers.ENV) == "1":
+        leftovers.patch_fairseq_batch_by_size()
 
 
 def _stop_prefetch_threads_at_exit() -> None:

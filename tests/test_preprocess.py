@@ -67,6 +67,7 @@ def test_given_writes_documented_files(given_run):
     assert report["splits"]["valid"]["sentences"] == 30 and report["splits"]["valid"]["skipped"] == 0
     for stage in ("tokenize", "parse", "bpe", "binarize"):
         assert report["throughput"][stage]["sentences_per_s"] > 0
+    assert report["command"]["stanza_lang"] == "en"  # the stanza language, a parameter, recorded
 
 
 # subword-nmt codes (format 0.2): every word below is one piece but "barked" -> bar@@ ked (no merge "bar ked</w>")

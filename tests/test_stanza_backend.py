@@ -201,3 +201,12 @@ def test_read_treebank_formats(tmp_path):
     assert [(r[1], r[3], r[4], r[6]) for r in rows] == [
         ("(", "PUNCT", "-LRB-", "0"), ("a", "NOUN", "NN", "1"), (")", "PUNCT", "-RRB-", "1"),
         ("b", "VERB", "VBD", "1"), (".", "PUNCT", ".", "1")]
+
+
+def test_language_is_a_parameter_passed_to_stanza(tiny_stanza_models):
+    """The language reaches stanza's Pipeline (default en); local models parse under another language code."""
+    assert StanzaParser(model_dir=str(tiny_stanza_models)).nlp.lang == "en"
+    de = StanzaParser(model_dir=str(tiny_stanza_models), lang="de")
+    assert de.nlp.lang == "de" and de.options["lang"] == "de"
+    assert leaves(de.parse([SENTENCES[2]])[0]) == SENTENCES[2]
+    assert pickle.loads(pickle.dumps(de)).nlp.lang == "de"  # a worker rebuilds it with its language

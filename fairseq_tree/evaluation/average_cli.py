@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from fairseq_tree.inference.average import CheckpointError, average_checkpoints, last_checkpoints, save_atomic
+from fairseq_tree.safe_loading import UnsafeCheckpointError
 
 
 def positive(value: str) -> int:
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
                                       "--num-epoch-checkpoints")
             paths = args.inputs
         save_atomic(average_checkpoints(paths), args.output)
-    except (CheckpointError, OSError) as e:
+    except (CheckpointError, UnsafeCheckpointError, OSError) as e:
         print(f"fairseq-tree-average: error: {e}", file=sys.stderr)
         return 2
     print(f"averaged {len(paths)} checkpoints into {args.output}:")

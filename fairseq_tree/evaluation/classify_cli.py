@@ -19,6 +19,8 @@ import logging
 import sys
 from typing import Iterable, List, Tuple
 
+from fairseq_tree.safe_loading import UnsafeCheckpointError
+
 logger = logging.getLogger("fairseq_tree.classify")
 
 
@@ -153,7 +155,7 @@ def cli_main() -> int:
                         stream=sys.stderr)
     try:
         main()
-    except ValueError as e:
+    except (ValueError, UnsafeCheckpointError) as e:
         print(f"fairseq-tree-classify: error: {e}", file=sys.stderr)
         return 1
     return 0

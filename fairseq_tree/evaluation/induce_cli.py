@@ -36,6 +36,7 @@ from typing import Dict, List
 import torch
 
 from fairseq_tree.inference.induce import induce_all, load
+from fairseq_tree.safe_loading import UnsafeCheckpointError
 
 logger = logging.getLogger("fairseq_tree.induce")
 
@@ -184,7 +185,10 @@ def get_parser() -> argparse.ArgumentParser:
 def cli_main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
-    main(get_parser().parse_args(argv))
+    try:
+        main(get_parser().parse_args(argv))
+    except UnsafeCheckpointError as e:
+        sys.exit(f"fairseq-tree-induce: error: {e}")
 
 
 if __name__ == "__main__":

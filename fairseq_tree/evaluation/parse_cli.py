@@ -29,6 +29,7 @@ from typing import Sequence
 
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
 from fairseq_tree.inference.parse import LALParser
+from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.trees import Tree, TreeFormatError, read_conllu, read_parse_trees
 from fairseq_tree.trees import write_conllu as write_conllu_file
 
@@ -124,7 +125,10 @@ def main(argv=None):
 
 
 def cli_main():
-    main()
+    try:
+        main()
+    except UnsafeCheckpointError as e:
+        sys.exit(f"fairseq-tree-parse: error: {e}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from fairseq_tree import safe_loading
+
 #: fairseq's checkpoint names: ``checkpoint{epoch}.pt`` and ``checkpoint_{epoch}_{updates}.pt``
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
 _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
@@ -43,7 +45,9 @@ def last_checkpoints(directory: str, n: int, by: str = "update", upper_bound: Op
 
 def _load(path: str) -> dict:
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = safe_loading.load(path)
+    except safe_loading.UnsafeCheckpointError:
+        raise
     except Exception as e:  # noqa: BLE001 (torch raises many kinds for a bad file)
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from e
     if not isinstance(state, dict) or not isinstance(state.get("model"), dict):

@@ -11,6 +11,8 @@ import logging
 import os
 import sys
 
+from fairseq_tree.safe_loading import UnsafeCheckpointError
+
 
 def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     """Options of the parser backends (``--parser-model``, ``--parser-data``, ``--device``, stanza's models); shared
@@ -37,8 +39,10 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     g.add_argument("--stanza-pos-model", metavar="FILE")
     g.add_argument("--stanza-constituency-model", metavar="FILE")
     g.add_argument("--stanza-pretrain", metavar="FILE", help="word vectors (pretrain.pt) of both models")
+    g.add_argument("--stanza-lang", default="en", metavar="LANG",
+                   help="the language stanza parses (its models and resources; default: en)")
     g.add_argument("--stanza-download", action="store_true",
-                   help="allow downloading stanza's English models (needs a network)")
+                   help="allow downloading stanza's models of --stanza-lang (needs a network)")
     g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
                    help="sentences per stanza constituency batch")
 
@@ -202,7 +206,7 @@ def cli_main(argv=None) -> int:
 
     try:
         run(args)
-    except PreprocessError as e:
+    except (PreprocessError, UnsafeCheckpointError) as e:
         logging.getLogger("fairseq_tree.preprocess").error("%s", e)
         print(f"fairseq-tree-preprocess: error: {e}", file=sys.stderr)
         return 1

@@ -145,7 +145,7 @@ def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "num_shards", "shard_id", "dict_only", "srcdict", "tgtdict", "labeldict", "joined_dictionary",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
-            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "parser_model", "parser_data",
+            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "stanza_lang", "parser_model", "parser_data",
             "task", "labels", "num_classes", "class_names", "binary", "node_inputs"]
     desc = {k: getattr(args, k, None) for k in keys}
     desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
@@ -344,7 +344,8 @@ def parser_options(args) -> dict:
         return {}
     return {"pos_model": args.stanza_pos_model, "constituency_model": args.stanza_constituency_model,
             "pretrain": args.stanza_pretrain, "model_dir": args.stanza_model_dir,
-            "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device}
+            "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device,
+            "lang": getattr(args, "stanza_lang", "en")}
 
 
 def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_meta: dict) -> Dict[str, str]:

@@ -20,6 +20,7 @@ from fairseq.tasks import FairseqTask, register_task
 from fairseq_tree.criterions import span_hinge_dependency  # noqa: F401  (registers the criterion)
 from fairseq_tree.data.parsing_dataset import ParsingDataset, collate, encode_sentence
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class ConstituencyParsingConfig(FairseqDataclass):
 
 
 @register_task("constituency_parsing", dataclass=ConstituencyParsingConfig)
-class ConstituencyParsingTask(CriterionCheck, FairseqTask):
+class ConstituencyParsingTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
     cfg: ConstituencyParsingConfig
     COMPATIBLE_CRITERIA = ("span_hinge_dependency",)
     DEFAULT_CRITERION = "span_hinge_dependency"

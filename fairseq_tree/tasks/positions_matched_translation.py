@@ -15,6 +15,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_tree.data import LeafBatchedLanguagePairDataset
 from fairseq_tree.tasks.data_paths import split_data_path
+from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 LEAF_SIZES = "{split}.{src}-{tgt}.{src}.leaves.npy"  # [N] int: the leaves of each source (the rest are labels)
 
@@ -27,7 +28,7 @@ class PositionsMatchedTranslationConfig(TranslationConfig):
 
 
 @register_task("positions_matched_translation", dataclass=PositionsMatchedTranslationConfig)
-class PositionsMatchedTranslationTask(TranslationTask):
+class PositionsMatchedTranslationTask(KeepsLeftoverSentences, TranslationTask):
     cfg: PositionsMatchedTranslationConfig
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):

@@ -37,6 +37,7 @@ from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
 from fairseq_tree.data.tree_classification_dataset import PhraseDataset, TreeClassificationDataset
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.tasks.data_paths import split_data_path
+from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def infer_source_lang(data: str) -> str:
 
 
 @register_task("tree_classification", dataclass=TreeClassificationConfig)
-class TreeClassificationTask(CriterionCheck, FairseqTask):
+class TreeClassificationTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
     cfg: TreeClassificationConfig
     COMPATIBLE_CRITERIA = ("tree_classification",)
     DEFAULT_CRITERION = "tree_classification"

@@ -38,6 +38,7 @@ from omegaconf import II
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def score_batch(structure, gold) -> dict:
 
 
 @register_task("tree_induction", dataclass=TreeInductionConfig)
-class TreeInductionTask(CriterionCheck, FairseqTask):
+class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
     cfg: TreeInductionConfig
     COMPATIBLE_CRITERIA = ("masked_lm",)
     DEFAULT_CRITERION = "masked_lm"

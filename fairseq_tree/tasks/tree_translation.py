@@ -25,6 +25,7 @@ from fairseq_tree.data import TreeLanguagePairDataset
 from fairseq_tree.side_channels import InteractiveTrees
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.tasks.data_paths import split_data_path
+from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 from fairseq_tree.trees import expand_subwords, tree_from_brackets
 
 logger = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ class _TreeInputParser:
 
 
 @register_task("tree_translation", dataclass=TreeTranslationConfig)
-class TreeTranslationTask(CriterionCheck, TranslationTask):
+class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTask):
     """Translation whose source side is a tree: ``net_input`` gains ``src_nodes`` [B, M] (label ids)
     and ``src_spans`` [B, M, 2] (half-open leaf spans, post-order)."""
 

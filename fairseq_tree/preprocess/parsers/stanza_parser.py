@@ -30,10 +30,9 @@ from fairseq_tree.trees import escape_word
 
 logger = logging.getLogger(__name__)
 
-LANG = "en"
+LANG = "en"  # the default language; StanzaParser(lang=...) / --stanza-lang for any other
 PROCESSORS = "tokenize,pos,constituency"
 MODEL_FILES = {"pos_model": "pos.pt", "constituency_model": "constituency.pt", "pretrain": "pretrain.pt"}
-RESOURCES_JSON = {"en": {"lang_name": "English"}}
 TRAIN_HINT = ("Train local models (offline, ~20 s tiny / ~12 min small on 2 cores) with\n"
               "    scripts/train_stanza_parser.sh TREEBANK_DIR OUTDIR --size small\n"
               "and pass model_dir=OUTDIR (fairseq-tree-preprocess --stanza-model-dir OUTDIR), or allow downloading "
@@ -56,20 +55,21 @@ def _model_dir_files(d: Path) -> Optional[Dict[str, str]]:
     return None
 
 
-def _stanza_default_models(d: Path) -> Optional[Dict[str, str]]:
-    """stanza's downloaded English defaults in resources dir ``d``, or None."""
+def _stanza_default_models(d: Path, lang: str = LANG) -> Optional[Dict[str, str]]:
+    """stanza's downloaded default models of ``lang`` in resources dir ``d``, or None."""
     try:
         with open(d / "resources.json", encoding="utf-8") as f:
             res = json.load(f)
-        lang = res.get(LANG, {})
-        if "alias" in lang:
-            lang = res.get(lang["alias"], {})
+        entry = res.get(lang, {})
+        if "alias" in entry:
+            lang = entry["alias"]
+            entry = res.get(lang, {})
         # stanza >= 1.4: packages.default.{pos,constituency}; older files: default_processors
-        defaults = lang.get("packages", {}).get("default") or lang.get("default_processors", {})
+        defaults = entry.get("packages", {}).get("default") or entry.get("default_processors", {})
         pos, con = defaults["pos"], defaults["constituency"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    paths = {"pos_model": d / LANG / "pos" / f"{pos}.pt", "constituency_model": d / LANG / "constituency" / f"{con}.pt"}
+    paths = {"pos_model": d / lang / "pos" / f"{pos}.pt", "constituency_model": d / lang / "constituency" / f"{con}.pt"}
     if all(p.is_file() for p in paths.values()):
         return {k: str(p) for k, p in paths.items()}
     return None
@@ -77,14 +77,14 @@ def _stanza_default_models(d: Path) -> Optional[Dict[str, str]]:
 
 def resolve_stanza_models(pos_model: Optional[str] = None, constituency_model: Optional[str] = None,
                           pretrain: Optional[str] = None, model_dir: Optional[str] = None,
-                          download: bool = False) -> Dict[str, Optional[str]]:
+                          download: bool = False, lang: str = LANG) -> Dict[str, Optional[str]]:
     """Find the models; never touches the network unless ``download``.
 
     Returns ``{'source', 'pos_model', 'constituency_model', 'pretrain', 'resources_dir'}``:
 
     * ``source='local'``: our own models; all three paths are absolute files, ``resources_dir`` holds a
       ``resources.json`` or is None (then the parser writes a temporary one);
-    * ``source='stanza'``: stanza's downloaded English defaults in ``resources_dir`` (``pretrain`` None:
+    * ``source='stanza'``: stanza's downloaded defaults of ``lang`` in ``resources_dir`` (``pretrain`` None:
       stanza resolves pretrain/charlm files through its resources.json).
 
     Raises FileNotFoundError listing every place looked at.
@@ -113,34 +113,43 @@ def resolve_stanza_models(pos_model: Optional[str] = None, constituency_model: O
         return {"source": "local", "resources_dir": str(res_dir.resolve()) if (res_dir / "resources.json").is_file()
                 else None, **local}
     looked.append(f"{res_dir}/{{{','.join(MODEL_FILES.values())}}} (models trained by scripts/train_stanza_parser.sh)")
-    default = _stanza_default_models(res_dir)
+    default = _stanza_default_models(res_dir, lang)
     if default is None and download:
         import stanza
 
-        logger.warning("downloading stanza's English models into %s", res_dir)
-        stanza.download(LANG, model_dir=str(res_dir), processors=PROCESSORS, logging_level="WARN")
-        default = _stanza_default_models(res_dir)
+        logger.warning("downloading stanza's %s models into %s", lang, res_dir)
+        stanza.download(lang, model_dir=str(res_dir), processors=PROCESSORS, logging_level="WARN")
+        default = _stanza_default_models(res_dir, lang)
     if default:
         return {"source": "stanza", "resources_dir": str(res_dir), "pretrain": None, **default}
-    looked.append(f"{res_dir}/resources.json + {res_dir}/{LANG}/{{pos,constituency}}/<default package>.pt "
-                  f"(stanza's downloaded English models)")
+    looked.append(f"{res_dir}/resources.json + {res_dir}/{lang}/{{pos,constituency}}/<default package>.pt "
+                  f"(stanza's downloaded {lang} models)")
     raise FileNotFoundError("no stanza models given (pos_model/constituency_model/pretrain or model_dir) and none "
                             "found; looked for:\n  " + "\n  ".join(looked)
                             + ("" if download else "\n(download=False: nothing was downloaded)") + "\n" + TRAIN_HINT)
 
 
-_TMP_RESOURCES: Optional[str] = None
+_TMP_RESOURCES: Dict[str, str] = {}
 
 
-def _temp_resources_dir() -> str:
-    """A per-process directory holding a minimal resources.json (stanza always reads one)."""
-    global _TMP_RESOURCES
-    if _TMP_RESOURCES is None or not os.path.isfile(os.path.join(_TMP_RESOURCES, "resources.json")):
-        _TMP_RESOURCES = tempfile.mkdtemp(prefix="stanza_res_")
-        with open(os.path.join(_TMP_RESOURCES, "resources.json"), "w", encoding="utf-8") as f:
-            json.dump(RESOURCES_JSON, f)
-        atexit.register(shutil.rmtree, _TMP_RESOURCES, True)
-    return _TMP_RESOURCES
+def _temp_resources_dir(lang: str = LANG) -> str:
+    """A per-process directory holding a minimal resources.json for ``lang`` (stanza always reads one)."""
+    d = _TMP_RESOURCES.get(lang)
+    if d is None or not os.path.isfile(os.path.join(d, "resources.json")):
+        d = _TMP_RESOURCES[lang] = tempfile.mkdtemp(prefix="stanza_res_")
+        with open(os.path.join(d, "resources.json"), "w", encoding="utf-8") as f:
+            json.dump({lang: {"lang_name": lang}}, f)
+        atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def _lists_lang(resources_dir: str, lang: str) -> bool:
+    """Whether ``resources_dir/resources.json`` has an entry for ``lang`` (stanza refuses a language it lacks)."""
+    try:
+        with open(os.path.join(resources_dir, "resources.json"), encoding="utf-8") as f:
+            return lang in json.load(f)
+    except (OSError, ValueError):
+        return False
 
 
 def _escape(text: str) -> str:
@@ -180,26 +189,28 @@ class StanzaParser(BatchedBackend):
     def __init__(self, pos_model: Optional[str] = None, constituency_model: Optional[str] = None,
                  pretrain: Optional[str] = None, model_dir: Optional[str] = None, download: bool = False,
                  constituency_batch_size: int = 64, pos_batch_size: Optional[int] = None, device: str = "cpu",
-                 num_threads: Optional[int] = None, sort_by_length: bool = True):
+                 num_threads: Optional[int] = None, sort_by_length: bool = True, lang: str = LANG):
         self.options = dict(pos_model=pos_model, constituency_model=constituency_model, pretrain=pretrain,
                             model_dir=model_dir, download=download, constituency_batch_size=constituency_batch_size,
                             pos_batch_size=pos_batch_size, device=device, num_threads=num_threads,
-                            sort_by_length=sort_by_length)
+                            sort_by_length=sort_by_length, lang=lang)
         check_device(device)
         self.batch_size, self.sort_by_length = int(constituency_batch_size), bool(sort_by_length)
-        self.paths = resolve_stanza_models(pos_model, constituency_model, pretrain, model_dir, download)
+        self.lang = lang
+        self.paths = resolve_stanza_models(pos_model, constituency_model, pretrain, model_dir, download, lang)
         import stanza
         import torch
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
-        kwargs = dict(lang=LANG, processors=PROCESSORS, download_method=None, tokenize_pretokenized=True,
+        kwargs = dict(lang=lang, processors=PROCESSORS, download_method=None, tokenize_pretokenized=True,
                       logging_level="WARN", use_gpu=device != "cpu", device=device,
                       constituency_batch_size=int(constituency_batch_size))
         if pos_batch_size:
             kwargs["pos_batch_size"] = int(pos_batch_size)
         if self.paths["source"] == "local":
-            kwargs.update(dir=self.paths["resources_dir"] or _temp_resources_dir(),
+            res = self.paths["resources_dir"]
+            kwargs.update(dir=res if res and _lists_lang(res, lang) else _temp_resources_dir(lang),
                           pos_model_path=self.paths["pos_model"], pos_pretrain_path=self.paths["pretrain"],
                           constituency_model_path=self.paths["constituency_model"],
                           constituency_pretrain_path=self.paths["pretrain"])

@@ -1,0 +1,1 @@
+"""Console scripts: thin argparse layers over the library, one module per command (as ``fairseq_cli/`` is)."""

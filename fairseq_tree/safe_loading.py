@@ -1,0 +1,128 @@
+"""Safe checkpoint loading: torch's ``weights_only`` unpickler with an allowlist of exactly what fairseq and
+fairseq-tree checkpoints hold, never a process-wide switch to full pickle.
+
+A fairseq 0.12 checkpoint is a dict of tensors, numbers, strings, lists and dicts, plus ``cfg.model`` as an
+``argparse.Namespace`` (models registered through args); a number in ``extra_state`` may be a numpy scalar.
+Nothing else is allowed: a file that pickles a callable (``os.system``, ...) is refused with
+:class:`UnsafeCheckpointError`, naming the file and the opt-out.
+
+Opt-out, for a trusted legacy file only: list it in the environment variable ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``
+(paths separated by ``os.pathsep``); that file, and no other, is then loaded with full pickle. (torch's own
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` still works as torch documents, for every file of the process.)
+
+Needs torch >= 2.6 (``weights_only=True`` is torch's default there, so fairseq's own ``torch.load`` calls are
+safe once the allowlist is registered).
+"""
+
+import argparse
+import os
+import pickle
+import re
+from contextlib import contextmanager
+from typing import List
+
+import torch
+
+TRUST_ENV = "FAIRSEQ_TREE_TRUSTED_CHECKPOINTS"
+
+
+class UnsafeCheckpointError(pickle.UnpicklingError):
+    """A checkpoint that holds something the allowlist does not: the message names the file, what it holds and
+    how to opt out for a trusted file."""
+
+
+def allowlist() -> List[type]:
+    """The globals a fairseq / fairseq-tree checkpoint may name beyond torch's defaults (containers, tensors):
+    ``argparse.Namespace`` and numpy's scalar reconstruction (a float64 validation score)."""
+    import numpy as np
+
+    try:
+        from numpy._core.multiarray import scalar  # numpy >= 2
+    except ImportError:  # numpy 1.x
+        from numpy.core.multiarray import scalar
+    dtypes = [type(np.dtype(t)) for t in ("float64", "float32", "int64", "int32", "bool")]
+    # numpy 1 and numpy 2 name the scalar reconstructor differently in the files they write
+    renamed = [(scalar, name) for name in ("numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar")]
+    return [argparse.Namespace, *renamed, np.dtype, *dtypes]
+
+
+def register() -> None:
+    """Add :func:`allowlist` to torch's safe globals (data classes only: no callable is allowed by it), so that
+    fairseq's own loads (fairseq-train resume, fairseq-generate, fairseq-interactive, distributed broadcasts)
+    read fairseq checkpoints under torch's default ``weights_only=True``."""
+    torch.serialization.add_safe_globals(allowlist())
+
+
+def trusted(path) -> bool:
+    """Whether the user listed ``path`` in ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``."""
+    listed = [p for p in os.environ.get(TRUST_ENV, "").split(os.pathsep) if p]
+    if not listed or not isinstance(path, (str, os.PathLike)):
+        return False
+    real = os.path.realpath(path)
+    return any(os.path.realpath(p) == real for p in listed)
+
+
+def refusal(path, error: Exception) -> UnsafeCheckpointError:
+    """The error for a file the safe unpickler refused: the global it named, the file, the opt-out."""
+    m = re.search(r"GLOBAL (\S+)", str(error)) or re.search(r"Unsupported (?:global|operand)[^\n]*", str(error))
+    what = m.group(1) if m and m.groups() else (m.group(0) if m else str(error).splitlines()[0])
+    return UnsafeCheckpointError(
+        f"{path}: refused by safe loading (weights_only=True): it holds {what}, which is not in fairseq-tree's "
+        f"allowlist of checkpoint contents (fairseq_tree.safe_loading.allowlist). Loading it could run code. "
+        f"Only if you trust this file: {TRUST_ENV}={path}")
+
+
+@contextmanager
+def _full_pickle_for_this_call():
+    """torch reads ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` at each ``torch.load``: set for one call of a file the
+    user trusts, restored after."""
+    key, old = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old
+
+
+def load(path, map_location="cpu"):
+    """``torch.load`` of a fairseq checkpoint with ``weights_only=True`` and :func:`allowlist` (full pickle only
+    for a file listed in ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``). UnsafeCheckpointError names a refused file."""
+    if trusted(path):
+        return torch.load(path, map_location=map_location, weights_only=False)
+    try:
+        with torch.serialization.safe_globals(allowlist()):
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise refusal(path, e) from None
+
+
+def guard_fairseq_loader() -> None:
+    """Wrap ``fairseq.checkpoint_utils.load_checkpoint_to_cpu`` (every fairseq CLI and hub loads through it) so
+    that a refused file is reported by :func:`refusal` and a trusted file loads; the loading itself stays
+    fairseq's, under torch's default ``weights_only=True``."""
+    from fairseq import checkpoint_utils
+
+    original = checkpoint_utils.load_checkpoint_to_cpu
+    if getattr(original, "_fairseq_tree_guarded", False):
+        return
+
+    def load_checkpoint_to_cpu(path, *args, **kwargs):
+        if trusted(path):
+            with _full_pickle_for_this_call():
+                return original(path, *args, **kwargs)
+        try:
+            return original(path, *args, **kwargs)
+        except pickle.UnpicklingError as e:
+            if isinstance(e, UnsafeCheckpointError):
+                raise
+            raise refusal(path, e) from None
+
+    load_checkpoint_to_cpu._fairseq_tree_guarded = True
+    load_checkpoint_to_cpu.__wrapped__ = original
+    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+
+
+__all__ = ["TRUST_ENV", "UnsafeCheckpointError", "allowlist", "guard_fairseq_loader", "load", "register", "trusted"]
