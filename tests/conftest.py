@@ -25,6 +25,22 @@ def run_command(*cmd):
     return proc
 
 
+def assert_safe_checkpoint(path):
+    """A checkpoint the code under test wrote names no global beyond torch's defaults and fairseq-tree's allowlist,
+    and loads with weights_only=True (fairseq_tree.safe_loading): -> its state dict."""
+    import torch
+
+    from fairseq_tree import safe_loading
+
+    allowed = {f"{g.__module__}.{g.__qualname__}" for g in safe_loading.allowlist() if isinstance(g, type)}
+    allowed |= {name for g in safe_loading.allowlist() if isinstance(g, tuple) for name in g[1:]}
+    extra = set(torch.serialization.get_unsafe_globals_in_checkpoint(str(path))) - allowed
+    assert not extra, f"{path} holds {sorted(extra)}"
+    state = safe_loading.load(path)
+    assert isinstance(state.get("model"), dict) and state["model"]
+    return state
+
+
 # ---------------------------------------------------------------- stanza (tests/test_stanza_backend.py)
 
 import pytest  # noqa: E402

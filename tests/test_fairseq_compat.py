@@ -1,6 +1,6 @@
 """The plugin makes fairseq-fixed work on torch >= 2.6 and numpy 2 with no variable set by the user:
-checkpoint loading in fairseq-generate and a resumed fairseq-train, and masked_lm with
---sample-break-mode eos (np.compat.long)."""
+checkpoint loading in fairseq-generate and a resumed fairseq-train (safely: tests/test_safe_loading.py), and
+masked_lm with --sample-break-mode eos (np.compat.long); and it leaves fairseq's own batching alone."""
 
 import os
 import subprocess
@@ -13,7 +13,8 @@ USER_DIR = str(REPO / "fairseq_tree")
 
 def clean_env():
     env = dict(os.environ)
-    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)  # importing fairseq_tree in pytest sets it
+    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    env.pop("FAIRSEQ_TREE_KEEP_LEFTOVERS", None)
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     return env
 
@@ -83,20 +84,56 @@ def test_masked_lm_sample_break_mode_eos(tmp_path):
     assert "done training" in out.stdout + out.stderr
 
 
-def test_batch_by_size_keeps_the_sentences_left_over_by_the_batch_multiple():
+LEFTOVERS = """
+import numpy as np
+import fairseq_tree  # noqa: F401
+from fairseq.data import data_utils
+idx = np.arange(300, dtype=np.int64)[::-1].copy()
+b1 = data_utils.batch_by_size(idx, lambda i: 20, num_tokens_vec=np.full(300, 20), max_tokens=2048,
+                              required_batch_size_multiple=8)
+b2 = data_utils.batch_by_size(idx, lambda i: 20, max_sentences=128, required_batch_size_multiple=8)
+print([len(b) for b in b1], [len(b) for b in b2], np.concatenate(b1).tolist() == idx[:len(np.concatenate(b1))].tolist())
+"""
+
+
+def test_batch_by_size_of_fairseqs_own_tasks_is_stock_unless_asked():
     """300 sentences of 20 tokens, --max-tokens 2048, multiple 8: fairseq's batches hold floor(2048 / 20) = 102
-    rounded down to 96 sentences; 300 = 3 * 96 + 12, the 12 give one batch of 8 and fairseq dropped the last 4.
-    With the plugin loaded they come last, in their own batch; nothing else changes."""
+    rounded down to 96 sentences; 300 = 3 * 96 + 12, the 12 give one batch of 8 and fairseq drops the last 4; by
+    sentences, 300 = 2 * 128 + 44 -> 40 and 4 dropped. Loading the plugin leaves that as it is (a baseline's batches
+    stay stock); FAIRSEQ_TREE_KEEP_LEFTOVERS=1 asks for the 4 in their own last batch, for every task."""
+    import sys
+
+    stock = subprocess.run([sys.executable, "-c", LEFTOVERS], capture_output=True, text=True, env=clean_env())
+    assert stock.stdout.split("\n")[0] == "[96, 96, 96, 8] [128, 128, 40] True", stock.stderr[-2000:]
+    asked = subprocess.run([sys.executable, "-c", LEFTOVERS], capture_output=True, text=True,
+                           env=dict(clean_env(), FAIRSEQ_TREE_KEEP_LEFTOVERS="1"))
+    assert asked.stdout.split("\n")[0] == "[96, 96, 96, 8, 4] [128, 128, 40, 4] True", asked.stderr[-2000:]
+
+
+def test_plugin_datasets_keep_the_leftovers():
+    """The plugin's tasks batch through keep_leftover_sentences: the same 300 sentences, all of them, the 4 last,
+    and only the dataset it was given changes."""
     import numpy as np
-    from fairseq.data import data_utils
+    from fairseq.data import FairseqDataset, data_utils
 
-    import fairseq_tree  # noqa: F401  (applies the shim)
+    from fairseq_tree.data.leftovers import keep_leftover_sentences
 
-    idx = np.arange(300, dtype=np.int64)[::-1].copy()  # any order: the caller's order is kept
-    batches = data_utils.batch_by_size(idx, lambda i: 20, num_tokens_vec=np.full(300, 20), max_tokens=2048,
-                                       required_batch_size_multiple=8)
+    class Twenty(FairseqDataset):
+        def __len__(self):
+            return 300
+
+        def num_tokens(self, i):
+            return 20
+
+        def num_tokens_vec(self, indices):
+            return np.full(len(indices), 20)
+
+    ds, other = Twenty(), Twenty()
+    keep_leftover_sentences(ds)
+    keep_leftover_sentences(ds)  # idempotent
+    idx = np.arange(300, dtype=np.int64)[::-1].copy()
+    batches = ds.batch_by_size(idx, max_tokens=2048, required_batch_size_multiple=8)
     assert [len(b) for b in batches] == [96, 96, 96, 8, 4]
     assert np.concatenate(batches).tolist() == idx.tolist()
-    # by sentences: 128-sentence batches, 300 = 2 * 128 + 44 -> 40 (a multiple of 8) + the 4 fairseq dropped
-    batches = data_utils.batch_by_size(idx, lambda i: 20, max_sentences=128, required_batch_size_multiple=8)
-    assert [len(b) for b in batches] == [128, 128, 40, 4]
+    assert [len(b) for b in other.batch_by_size(idx, max_tokens=2048, required_batch_size_multiple=8)] == [96] * 3 + [8]
+    assert not getattr(data_utils.batch_by_size, "_fairseq_tree_keeps_all", False)

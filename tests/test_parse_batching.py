@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 import torch
-from conftest import BIN, REPO, SHARED
+from conftest import BIN, REPO, SHARED, assert_safe_checkpoint
 from conftest import run_command as _run
 from test_lal_cli import treebank_slice
 
@@ -37,6 +37,7 @@ def lal_ckpt(tmp_path_factory):
          "--arch", "lal_parser_tiny", "--criterion", "span_hinge_dependency", "--optimizer", "adam", "--lr", "4e-3",
          "--batch-size", "10", "--max-epoch", "2", "--cpu", "--seed", "1", "--save-dir", d / "ck",
          "--no-epoch-checkpoints", "--disable-validation", "--no-pos-tags", "--log-format", "simple")
+    assert_safe_checkpoint(d / "ck" / "checkpoint_last.pt")
     return d / "ck" / "checkpoint_last.pt"
 
 
@@ -53,6 +54,7 @@ def induced_ckpt(tmp_path_factory):
          "--arch", "constituent_transformer_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3",
          "--max-tokens", "1500", "--max-update", "30", "--cpu", "--seed", "1", "--save-dir", d / "ck",
          "--no-epoch-checkpoints", "--disable-validation", "--log-format", "simple")
+    assert_safe_checkpoint(d / "ck" / "checkpoint_last.pt")
     return d / "ck" / "checkpoint_last.pt"
 
 

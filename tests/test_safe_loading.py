@@ -122,12 +122,13 @@ def test_fairseq_tree_cli_entry_points_refuse(files, tmp_path):
     refused(sh(BIN / "fairseq-tree-average", "--inputs", evil, good, "--output", tmp_path / "avg.pt"), evil, marker)
     assert not (tmp_path / "avg.pt").exists()
     refused(sh(BIN / "fairseq-tree-parse", "--path", evil, "--input", sent), evil, marker)
-    refused(sh(BIN / "fairseq-tree-induce", "--path", evil, "--treebank", sent, "--out", tmp_path / "ind"), evil, marker)
+    induce = sh(BIN / "fairseq-tree-induce", "--path", evil, "--treebank", sent, "--out", tmp_path / "ind")
+    refused(induce, evil, marker)
     refused(sh(BIN / "fairseq-tree-classify", "--path", evil, "--input", sent), evil, marker)
     (tmp_path / "raw.en").write_text("A man sits .\n")
     refused(sh(BIN / "fairseq-tree-preprocess", "--task", "translation", "-s", "en", "--only-source",
-               "--trainpref", tmp_path / "raw", "--parser", "lal", "--parser-model", evil, "--destdir", tmp_path / "bin",
-               "--workers", "1"), evil, marker)
+               "--trainpref", tmp_path / "raw", "--parser", "lal", "--parser-model", evil,
+               "--destdir", tmp_path / "bin", "--workers", "1"), evil, marker)
 
 
 @pytest.mark.parametrize("family", ["tree2seq_transformer.Tree2SeqModel", "lal_parser.LALParserModel",

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BIN, REPO, SHARED
+from conftest import BIN, REPO, SHARED, assert_safe_checkpoint
 from fairseq import options, tasks
 from fairseq.dataclass.configs import GenerationConfig
 
@@ -220,8 +220,8 @@ def test_average_last_update_checkpoints_then_generate(data_bin, tmp_path):
               "--checkpoint-upper-bound", "11", "--output", tmp_path / "avg.pt")
     listed = [line.strip() for line in out.splitlines() if line.startswith("  /")]
     assert listed == [str(by_update[u]) for u in (9, 6, 3)]
-    states = [torch.load(by_update[u], weights_only=False) for u in (9, 6, 3)]
-    avg = torch.load(tmp_path / "avg.pt", weights_only=False)
+    states = [assert_safe_checkpoint(by_update[u]) for u in (9, 6, 3)]
+    avg = assert_safe_checkpoint(tmp_path / "avg.pt")
     assert avg["model"].keys() == states[0]["model"].keys()
     for k, v in avg["model"].items():
         torch.testing.assert_close(v, sum(s["model"][k] for s in states) / 3, msg=k)
@@ -246,8 +246,8 @@ def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
     assert "training on 2 devices" in dist
     assert dist.count("weights identical on 2 ranks") == 4  # logged by rank 0 (fairseq silences the others)
     _sh(BIN / "fairseq-train", *common, "--cpu", "--update-freq", "2", "--save-dir", tmp_path / "single")
-    a = torch.load(tmp_path / "dist" / "checkpoint_last.pt", weights_only=False)["model"]
-    b = torch.load(tmp_path / "single" / "checkpoint_last.pt", weights_only=False)["model"]
+    a = assert_safe_checkpoint(tmp_path / "dist" / "checkpoint_last.pt")["model"]
+    b = assert_safe_checkpoint(tmp_path / "single" / "checkpoint_last.pt")["model"]
     assert a.keys() == b.keys()
     for k in a:
         torch.testing.assert_close(a[k], b[k], atol=1e-6, rtol=0, msg=k)

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import BIN, REPO, SHARED, run_command
+from conftest import BIN, REPO, SHARED, assert_safe_checkpoint, run_command
 from fairseq import options, tasks
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -269,9 +269,12 @@ def train(data, save, arch, *extra):
 @pytest.fixture(scope="module")
 def trained(sst, tmp_path_factory):
     out = tmp_path_factory.mktemp("ckpt")
-    return {"tree": (out / "tree", train(sst / "bin", out / "tree", "tree_classifier_tiny")),
+    models = {"tree": (out / "tree", train(sst / "bin", out / "tree", "tree_classifier_tiny")),
             "transformer": (out / "tf", train(sst / "bin", out / "tf", "transformer_classifier_tiny", "--root-only",
                                                "--phrase-samples"))}
+    for save, _ in models.values():
+        assert_safe_checkpoint(save / "checkpoint_last.pt")
+    return models
 
 
 def classify(*args):

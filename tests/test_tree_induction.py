@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from conftest import BIN, REPO, SHARED
+from conftest import BIN, REPO, SHARED, assert_safe_checkpoint
 from conftest import run_command as _run
 from fairseq.data import Dictionary
 
@@ -126,7 +126,9 @@ def _valid_line(log, updates):
 @pytest.fixture(scope="module")
 def constituent_run(corpus, tmp_path_factory):
     save = tmp_path_factory.mktemp("ct") / "ck"
-    return save / "checkpoint_last.pt", _train(corpus, "constituent_transformer_tiny", save)
+    log = _train(corpus, "constituent_transformer_tiny", save)
+    assert_safe_checkpoint(save / "checkpoint_last.pt")
+    return save / "checkpoint_last.pt", log
 
 
 def test_constituent_transformer_train_validate_induce(corpus, constituent_run, tmp_path):
@@ -165,6 +167,7 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
 
 def test_structformer_train_validate_induce(corpus, tmp_path):
     log = _train(corpus, "structformer_tiny", tmp_path / "ck")
+    assert_safe_checkpoint(tmp_path / "ck" / "checkpoint_last.pt")
     assert "masking for structformer_tiny: MaskPolicy(prob=0.3, leave_unmasked=0.0, random_token=0.0)" in log
     line = _valid_line(log, 40)
     uf1 = float(re.search(r"\| uf1 ([0-9.]+)", line).group(1))

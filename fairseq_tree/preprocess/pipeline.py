@@ -145,7 +145,8 @@ def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "num_shards", "shard_id", "dict_only", "srcdict", "tgtdict", "labeldict", "joined_dictionary",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
-            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "stanza_lang", "parser_model", "parser_data",
+            "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "stanza_lang", "parser_model",
+            "parser_data",
             "task", "labels", "num_classes", "class_names", "binary", "node_inputs"]
     desc = {k: getattr(args, k, None) for k in keys}
     desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
