@@ -27,12 +27,12 @@ import threading
 import types
 import warnings
 
+from fairseq_tree import safe_loading
+from fairseq_tree.data import leftovers
+
 
 def apply() -> None:
     import torch
-
-    from fairseq_tree import safe_loading
-    from fairseq_tree.data import leftovers
 
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 6):
         warnings.warn(f"fairseq-tree: torch {torch.__version__} loads checkpoints with full pickle by default "
@@ -51,7 +51,6 @@ def apply() -> None:
     _stop_prefetch_threads_at_exit()
     if os.environ.get(leftovers.ENV) == "1":
         leftovers.patch_fairseq_batch_by_size()
-
 
 def _stop_prefetch_threads_at_exit() -> None:
     from fairseq.data import iterators
@@ -80,7 +79,6 @@ def _stop_prefetch_threads_at_exit() -> None:
     consumer.run = run
     consumer._fairseq_tree_stoppable = True
     atexit.register(_join_prefetch_threads)
-
 
 def _join_prefetch_threads(timeout: float = 60.0) -> None:
     from fairseq.data.iterators import BackgroundConsumer

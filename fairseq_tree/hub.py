@@ -1,199 +1,21 @@
-"""Hub interfaces, as fairseq users know them (``fairseq.hub_utils``): each model class's ``from_pretrained``
-returns an object that takes sentences in and gives results out.
+"""The hub, as a user imports it: ``Model.from_pretrained(...)`` of each family returns one of these interfaces
+(defined beside the models, :mod:`fairseq_tree.models.hub_interface`, which imports nothing that imports them):
 
-    from fairseq_tree.models.tree2seq_transformer import Tree2SeqModel
-    t2s = Tree2SeqModel.from_pretrained("ckpt", checkpoint_file="checkpoint_best.pt",
-                                        data_name_or_path="data-bin/multi30k.en-de",
-                                        tree_input="raw", tree_parser="stanza", stanza_model_dir="models/stanza")
-    t2s.translate(["A man in an orange hat ."], beam=5)
-
-* :class:`TreeGeneratorHubInterface` (``tree2seq``): ``translate`` parses (``tree_input="raw"``: tokenized and
-  parsed with ``tree_parser``; ``"brackets"``: one bracketed tree per sentence), splits words into BPE subtrees
-  with the data's ``bpe.codes`` exactly as ``fairseq-interactive`` does (the task's own input path), generates
-  with fairseq's ``GeneratorHubInterface``, removes BPE and detokenizes (sacremoses, target language): the
-  ``D-`` lines of ``fairseq-interactive --remove-bpe --tokenizer moses``.
-* :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify`` -> class
-  names, as ``fairseq-tree-classify`` writes them (:class:`fairseq_tree.inference.classify.Classifier`).
-* :class:`ParserHubInterface` (``lal_parser``): ``parse`` -> brackets, heads and relations, as
-  ``fairseq-tree-parse`` (:class:`fairseq_tree.inference.parse.LALParser`).
-* :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce`` -> unlabeled trees
-  (and StructFormer's heads), as ``fairseq-tree-induce`` (:func:`fairseq_tree.inference.induce.induce_all`).
-
-``model_name_or_path`` is a directory, ``checkpoint_file`` a file in it; ``data_name_or_path`` the data-bin
-(relative to the model directory when it starts with ``.``, fairseq's rule), default: the one the checkpoint
-was trained on.
+* :class:`TreeGeneratorHubInterface` (``tree2seq``): ``translate``;
+* :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify``;
+* :class:`ParserHubInterface` (``lal_parser``): ``parse``;
+* :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce``.
 """
 
-from __future__ import annotations
+from fairseq_tree.models.hub_interface import (
+    ClassifierHubInterface,
+    FromPretrained,
+    InductionHubInterface,
+    ParserHubInterface,
+    TreeGeneratorHubInterface,
+    checkpoint_path,
+    data_path,
+)
 
-import os
-from typing import List, Optional, Sequence, Union
-
-import torch
-from fairseq.hub_utils import GeneratorHubInterface
-
-Sentences = Union[str, Sequence[str]]
-
-
-def checkpoint_path(model_name_or_path: str, checkpoint_file: str) -> str:
-    path = os.path.join(model_name_or_path, checkpoint_file)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such checkpoint")
-    return path
-
-
-def data_path(model_name_or_path: str, data_name_or_path: Optional[str]) -> Optional[str]:
-    """fairseq's rule: a path starting with '.' is relative to the model directory."""
-    if data_name_or_path is None:
-        return None
-    if data_name_or_path.startswith("."):
-        return os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
-    return data_name_or_path
-
-
-def _as_list(sentences: Sentences):
-    return ([sentences], True) if isinstance(sentences, str) else (list(sentences), False)
-
-
-class TreeGeneratorHubInterface(GeneratorHubInterface):
-    """fairseq's generator hub with the tree side: inputs go through ``tree_translation``'s interactive path."""
-
-    @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, **overrides) -> "TreeGeneratorHubInterface":
-        from fairseq_tree.inference.checkpoint import load_checkpoint
-
-        models, cfg, task = load_checkpoint(checkpoint_path(model_name_or_path, checkpoint_file),
-                                            data_path(model_name_or_path, data_name_or_path), **overrides)
-        return cls(cfg, task, models)
-
-    def __init__(self, cfg, task, models):
-        super().__init__(cfg, task, models)
-        from sacremoses import MosesDetokenizer
-
-        self._detok = MosesDetokenizer(lang=task.cfg.target_lang)
-
-    def sample(self, sentences: Sentences, beam: int = 1, verbose: bool = False, **kwargs):
-        """Sentences (raw or bracketed, as ``tree_input`` says) -> detokenized best translations."""
-        sentences, single = _as_list(sentences)
-        tokens, _ = self.task.get_interactive_tokens_and_lengths(sentences, None)
-        hypos = self.generate(tokens, beam, verbose, **kwargs)
-        out = [self.decode(h[0]["tokens"]) for h in hypos]
-        return out[0] if single else out
-
-    def decode(self, tokens: torch.LongTensor) -> str:
-        text = self.tgt_dict.string(tokens, "@@ ")
-        return self._detok.detokenize(text.split()) if text else text
-
-
-class ClassifierHubInterface:
-    """``classify(sentences, binary=False) -> class names``. Sentences: raw text (tokenized and parsed with
-    ``parser`` and its options, as ``fairseq-tree-classify --parser``), bracketed syntactic trees, or
-    SST-format class-labelled trees (``input_format`` ``auto`` tells them apart as the CLI does)."""
-
-    def __init__(self, classifier, parser: str = "stanza", tokenize: str = "moses", **parser_options):
-        from fairseq_tree.inference.text import RawTextParser
-
-        self.classifier = classifier
-        self._parse = RawTextParser(parser, tokenize, "en", **parser_options)  # loads the parser on first raw text
-
-    @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", **kwargs) -> "ClassifierHubInterface":
-        from fairseq_tree.inference.classify import Classifier
-
-        clf = Classifier(checkpoint_path(model_name_or_path, checkpoint_file),
-                         data_path(model_name_or_path, data_name_or_path), device=device)
-        return cls(clf, **kwargs)
-
-    def classify(self, sentences: Sentences, binary: bool = False, input_format: str = "auto"):
-        from fairseq_tree.inference.classify import examples_from_texts
-
-        sentences, single = _as_list(sentences)
-        scheme = self.classifier.scheme(binary)
-        examples, _ = examples_from_texts(self.classifier, sentences, scheme, input_format, self._parse)
-        preds, _ = self.classifier.predict(examples, binary)
-        out = [scheme.classes[p] for p in preds]
-        return out[0] if single else out
-
-
-class ParserHubInterface:
-    """``parse(sentences, tags=None) -> [Tree]`` (``.to_brackets(one_word=True)``, ``.labeled_spans(one_word=True)``,
-    ``.heads``, ``.relations``, ``.tags``).
-    A sentence is a list of tokens, or a string tokenized as the preprocessing does (sacremoses, PTB)."""
-
-    def __init__(self, parser, tokenize: str = "moses"):
-        self.parser, self._tokenize = parser, tokenize
-
-    @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64,
-             tokenize: str = "moses") -> "ParserHubInterface":
-        from fairseq_tree.inference.parse import LALParser
-
-        return cls(LALParser(checkpoint_path(model_name_or_path, checkpoint_file),
-                             data_path(model_name_or_path, data_name_or_path), batch_size, device), tokenize)
-
-    def parse(self, sentences, tags: Optional[Sequence[Sequence[str]]] = None):
-        sentences, single = _as_list(sentences)
-        words = _tokenized(sentences, self._tokenize)
-        out = self.parser.parse(words, tags)
-        return out[0] if single else out
-
-
-class InductionHubInterface:
-    """``induce(sentences) -> [{"words", "spans", "tree", "heads"}]``: the unlabeled tree (half-open spans over the
-    words, and one-line brackets with ``X`` labels) and, for StructFormer, each word's head (0 = root). Words are
-    normalised as the model was trained (lower case, digits -> N) before the model sees them; results name the
-    words as given. ``opts``: the model's ``induce`` options (``fairseq-tree-induce --opt``)."""
-
-    def __init__(self, model, task, device: str = "cpu", batch_size: int = 64):
-        self.model, self.task, self.device, self.batch_size = model, task, device, batch_size
-
-    @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64
-             ) -> "InductionHubInterface":
-        from fairseq_tree.inference.induce import load
-
-        model, task = load(checkpoint_path(model_name_or_path, checkpoint_file),
-                           data_path(model_name_or_path, data_name_or_path), device)
-        if not hasattr(model, "induce"):
-            raise ValueError(f"{type(model).__name__} induces no structure")
-        return cls(model, task, device, batch_size)
-
-    def induce(self, sentences, **opts):
-        from fairseq_tree.data.induction_text import normalize_word
-        from fairseq_tree.evaluation.unsupervised import spans_to_brackets
-        from fairseq_tree.inference.induce import induce_all
-
-        sentences, single = _as_list(sentences)
-        raw = _tokenized(sentences, "none")
-        lower = not getattr(self.task.cfg, "eval_keep_case", False)
-        digits = not getattr(self.task.cfg, "eval_keep_digits", False)
-        words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
-        spans, heads, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device, **opts)
-        out = [{"words": w, "spans": s, "tree": spans_to_brackets(s, w) if w else "",
-                "heads": heads[k] if heads is not None else None}
-               for k, (w, s) in enumerate(zip(raw, spans))]
-        return out[0] if single else out
-
-
-def _tokenized(sentences: Sequence, tokenize: str) -> List[List[str]]:
-    """Token lists as given; strings split by the pipeline's tokenizer (``none``: on whitespace)."""
-    from fairseq_tree.preprocess.text import Tokenizer
-
-    tok = Tokenizer(tokenize, "en", ptb=True)
-    return [list(s) if not isinstance(s, str) else tok(s) for s in sentences]
-
-
-class FromPretrained:
-    """Model mixin (before fairseq's base class): ``Model.from_pretrained(model_name_or_path, checkpoint_file,
-    data_name_or_path, **kwargs)`` returns the hub interface named by ``HUB_INTERFACE``."""
-
-    HUB_INTERFACE = "TreeGeneratorHubInterface"
-
-    @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-                        data_name_or_path: Optional[str] = None, **kwargs):
-        return globals()[cls.HUB_INTERFACE].load(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+__all__ = ["ClassifierHubInterface", "FromPretrained", "InductionHubInterface", "ParserHubInterface",
+           "TreeGeneratorHubInterface", "checkpoint_path", "data_path"]

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
 
-from fairseq_tree.preprocess.parsers import build_parser, check_device, length_batches  # noqa: E402
+from fairseq_tree.parsers import build_parser, check_device, length_batches  # noqa: E402
 
 
 def read_sentences(corpus: str, n: int):
@@ -38,7 +38,7 @@ def read_sentences(corpus: str, n: int):
     if corpus == "ptb":
         lines = (SHARED / "ptb_sample" / "train.txt").read_text(encoding="utf-8").splitlines()[:n]
         return [line.split() for line in lines]
-    from fairseq_tree.preprocess.text import Tokenizer
+    from fairseq_tree.text.tokenize import Tokenizer
 
     tok = Tokenizer("moses", "en", ptb=True)
     return [tok(line) for line in (SHARED / "multi30k" / "train.en").read_text(encoding="utf-8").splitlines()[:n]]

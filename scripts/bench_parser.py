@@ -117,7 +117,7 @@ def main():
               "run without --quick to train a tiny stanza model once", file=sys.stderr)
         kv["stanza_parse_sents_per_s"] = "skipped"
     else:
-        from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
+        from fairseq_tree.parsers.stanza_parser import StanzaParser
 
         sp = StanzaParser(model_dir=stanza_dir, num_threads=1)
         sp.parse(sents[:4])  # warm-up

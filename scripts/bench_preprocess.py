@@ -34,7 +34,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fairseq_tree.preprocess.text import Tokenizer  # noqa: E402
+from fairseq_tree.text.tokenize import Tokenizer  # noqa: E402
 from fairseq_tree.trees import Tree, distances_to_tree, to_brackets  # noqa: E402
 
 
@@ -83,7 +83,7 @@ def main():
         bpe_bin = n / ((tp["bpe"]["worker_seconds"] + tp["binarize"]["worker_seconds"]) / args.workers)
 
         # fairseq-preprocess on the same subword text (leaves as the source), same workers
-        from fairseq_tree.preprocess.bpe import Segmenter
+        from fairseq_tree.text.bpe import Segmenter
 
         seg = Segmenter(str(tmp / "codes" / "bpe.codes"))
         tgt_tok = Tokenizer("moses", "de")
@@ -108,7 +108,7 @@ def main():
 
     parse_rate = None
     if args.stanza_model_dir:
-        from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
+        from fairseq_tree.parsers.stanza_parser import StanzaParser
 
         k = args.parse_sentences or (50 if args.quick else 1000)
         parser = StanzaParser(model_dir=args.stanza_model_dir)

@@ -97,7 +97,7 @@ def learn_ptb_pool(ptb: Path, work: Path) -> Path:
 def ptb_pool(ptb: Path, codes: Path) -> list:
     """The PTB sample's trees with BPE subtrees: a list of (n, spans [m, 2] long). Built once per run: kept in
     this process and saved beside ``codes`` for the memory-measuring child processes."""
-    from fairseq_tree.preprocess.bpe import Segmenter
+    from fairseq_tree.text.bpe import Segmenter
     from fairseq_tree.trees import expand_subwords, read_treebank
 
     saved = codes.with_suffix(".pool.pt")

@@ -39,7 +39,7 @@ RES_DIR=${STANZA_RESOURCES_DIR:-$HOME/stanza_resources}
 if [ -n "${STANZA_MODEL_DIR:-}" ]; then
   echo "== stanza: models from STANZA_MODEL_DIR=$STANZA_MODEL_DIR"
   STANZA_ARGS=(--stanza-model-dir "$STANZA_MODEL_DIR")
-elif "$PY" -c "from fairseq_tree.preprocess.parsers.stanza_parser import resolve_stanza_models as r; r()" 2>/dev/null; then
+elif "$PY" -c "from fairseq_tree.parsers.stanza_parser import resolve_stanza_models as r; r()" 2>/dev/null; then
   echo "== stanza: models found in stanza's resources directory $RES_DIR"
 elif [ "${STANZA_DOWNLOAD:-0}" = 1 ]; then
   echo "== stanza: downloading English models into $RES_DIR (STANZA_DOWNLOAD=1)"
@@ -69,7 +69,7 @@ fi
 # 2. the pipeline
 DEST=$WORK/data-bin/multi30k.en-de
 echo "== fairseq-tree-preprocess: Multi30k en-de ($DATA), $WORKERS workers -> $DEST"
-time "$PY" -m fairseq_tree.preprocess.cli -s en -t de \
+time "$PY" -m fairseq_tree.cli.preprocess -s en -t de \
   --trainpref "$DATA/train" --validpref "$DATA/valid" --testpref "$DATA/test" \
   --parser stanza "${STANZA_ARGS[@]}" --bpe-merges "$BPE_MERGES" --joined-dictionary \
   --workers "$WORKERS" --on-error skip --destdir "$DEST"

@@ -38,7 +38,7 @@ def build_backend(args):
     """The pipeline's parser backend for ``args.parser`` (None for ``right``), loaded once for every gold file."""
     if args.parser == "right":
         return None
-    from fairseq_tree.preprocess.parsers import build_parser
+    from fairseq_tree.parsers import build_parser
 
     if args.parser == "stanza":
         return build_parser("stanza", model_dir=args.stanza_model_dir, batch_size=args.batch_size)
@@ -46,7 +46,7 @@ def build_backend(args):
 
 
 def parse(backend, name, sentences):
-    from fairseq_tree.preprocess.parsers import ParseError
+    from fairseq_tree.parsers import ParseError
 
     out = backend.parse_all(sentences)
     failed = [r for r in out if isinstance(r, ParseError)]

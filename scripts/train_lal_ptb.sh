@@ -48,7 +48,7 @@ for C in $CONFIGS; do
 import json, sys, time
 from fairseq_tree.trees import read_parse_trees
 from fairseq_tree.evaluation.bracket_f1 import bracket_f1
-from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
+from fairseq_tree.parsers.stanza_parser import StanzaParser
 sm, d, w, size = sys.argv[1:5]
 parser = StanzaParser(model_dir=sm)
 row = []
@@ -82,7 +82,7 @@ PYEOF
   for S in ptbvalid wsj22; do
     if [ $S = ptbvalid ]; then IN=$D/ptb_sample/valid.mrg; DEP=$D/ptb_sample/valid.conllu; else IN=$D/wsj22/wsj22.mrg; DEP=$D/wsj22/wsj22.sd.conll; fi
     PLOT=""; [ $S = ptbvalid ] && PLOT="--plot"
-    $PY -m fairseq_tree.evaluation.parse_cli --path "$CK/checkpoint_best.pt" --input "$IN" --gold "$IN" \
+    $PY -m fairseq_tree.cli.parse --path "$CK/checkpoint_best.pt" --input "$IN" --gold "$IN" \
       --gold-dep "$DEP" --output "$WORK/parse_${C}_$S" $PLOT | tail -1 > "$WORK/scores_${C}_$S.json"
   done
   [ -f "$WORK/parse_${C}_ptbvalid.attention.png" ] && mv "$WORK/parse_${C}_ptbvalid.attention.png" "$WORK/attention_$C.png"

@@ -54,7 +54,7 @@ PARALLEL=${PARALLEL:-1}
 QUALITY=${QUALITY:-1}
 BASELINE=${BASELINE:-1}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=(--fp16)
-preprocess() { "$PY" -m fairseq_tree.preprocess.cli -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
+preprocess() { "$PY" -m fairseq_tree.cli.preprocess -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
   --testpref "$M30K/test" --joined-dictionary --on-error fail --workers 2 "$@"; }
 
 # 1. the trees of each source, over the words of DATA_BIN's English side (checked by fairseq-tree-preprocess)

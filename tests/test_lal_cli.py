@@ -1,5 +1,5 @@
 """End to end through the real CLIs: binarize 50 trees, fairseq-train lal_parser_tiny, fairseq-tree-parse
-(python -m fairseq_tree.evaluation.parse_cli) reaches EVALB F1 > 95 on the training trees; the ``lal`` parser
+(python -m fairseq_tree.cli.parse) reaches EVALB F1 > 95 on the training trees; the ``lal`` parser
 backend of the preprocessing pipeline parses raw tokens with the checkpoint."""
 
 import json
@@ -49,7 +49,7 @@ def overfit_ckpt(fifty):
 
 
 def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
-    out = _run(BIN / "python", "-m", "fairseq_tree.evaluation.parse_cli", "--path", overfit_ckpt,
+    out = _run(BIN / "python", "-m", "fairseq_tree.cli.parse", "--path", overfit_ckpt,
                "--input", fifty / "t.mrg", "--gold", fifty / "t.mrg", "--gold-dep", fifty / "t.conllu",
                "--output", fifty / "out" / "t", "--plot", "--plot-sentence", "2")
     scores = json.loads(out.stdout.strip().splitlines()[-1])
@@ -62,7 +62,7 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     assert conllu.count("# sent_id") == 50
     assert (fifty / "out" / "t.attention.png").stat().st_size > 1000
     # the hub interface parses as the CLI does (words and tags of the input trees)
-    from fairseq_tree.evaluation.parse_cli import read_input
+    from fairseq_tree.cli.parse import read_input
     from fairseq_tree.models.lal_parser import LALParserModel
 
     words, tags, _ = read_input(str(fifty / "t.mrg"))
@@ -81,7 +81,7 @@ def notags_ckpt(fifty):
 
 def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
     """The model as a pipeline backend: predicted tags, one line per tree, ParseError names the sentence."""
-    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
+    from fairseq_tree.parsers.lal_parser import LALBackend
     from fairseq_tree.trees import read_parse_trees, tree_from_brackets
 
     backend = LALBackend.from_options(model=str(notags_ckpt), batch_size=7)
@@ -93,7 +93,7 @@ def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
         tree = tree_from_brackets(line)
         assert tree.words == t.words and "\n" not in line
         assert all(tag and tag != "X" for tag in tree.tags)  # predicted POS tags
-    from fairseq_tree.preprocess.parsers import ParseError
+    from fairseq_tree.parsers import ParseError
 
     with pytest.raises(ParseError) as e:
         backend.parse([["a"], []])
@@ -103,8 +103,8 @@ def test_lal_backend_parses_raw_tokens(fifty, notags_ckpt):
 def test_preprocess_with_parser_lal(fifty, notags_ckpt, tmp_path):
     """fairseq-tree-preprocess --parser lal (2 worker processes, each loading the checkpoint) writes the trees the
     backend gives when called directly on the same tokens in one batch of another size."""
-    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
-    from fairseq_tree.preprocess.text import Tokenizer
+    from fairseq_tree.parsers.lal_parser import LALBackend
+    from fairseq_tree.text.tokenize import Tokenizer
     from fairseq_tree.trees import read_tree_lines
 
     m30k = SHARED / "data" / "multi30k"

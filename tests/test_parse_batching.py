@@ -14,7 +14,7 @@ from conftest import BIN, REPO, SHARED, assert_safe_checkpoint
 from conftest import run_command as _run
 from test_lal_cli import treebank_slice
 
-from fairseq_tree.preprocess.parsers import BatchedBackend, ParseError, check_device, length_batches
+from fairseq_tree.parsers import BatchedBackend, ParseError, check_device, length_batches
 
 PTB = SHARED / "data" / "ptb_sample"
 NO_CUDA = not torch.cuda.is_available()
@@ -59,7 +59,7 @@ def induced_ckpt(tmp_path_factory):
 
 
 def _backend(name, request, **options):
-    from fairseq_tree.preprocess.parsers import build_parser
+    from fairseq_tree.parsers import build_parser
 
     if name == "stanza":
         return build_parser("stanza", model_dir=str(request.getfixturevalue("tiny_stanza_models")), **options)
@@ -226,8 +226,8 @@ def test_run_parser_sorts_a_shard_and_restores_its_order(request, ptb_sentences)
 def test_preprocess_records_the_device(lal_ckpt, tmp_path):
     """fairseq-tree-preprocess --parser lal --device cpu: the device is in preprocess.json's command and the trees
     are those of the backend called directly."""
-    from fairseq_tree.preprocess.parsers.lal_parser import LALBackend
-    from fairseq_tree.preprocess.text import Tokenizer
+    from fairseq_tree.parsers.lal_parser import LALBackend
+    from fairseq_tree.text.tokenize import Tokenizer
 
     lines = (SHARED / "data" / "multi30k" / "train.en").read_text(encoding="utf-8").splitlines()[:30]
     (tmp_path / "train.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -256,7 +256,7 @@ def test_cli_device_cuda_without_cuda_fails_before_any_work(cli, tmp_path):
 
 def test_classify_passes_its_device_to_the_parser():
     """fairseq-tree-classify has one --device (the classifier's and the raw-text parser's)."""
-    from fairseq_tree.evaluation.classify_cli import get_parser
+    from fairseq_tree.cli.classify import get_parser
     from fairseq_tree.preprocess.pipeline import parser_options
 
     args = get_parser().parse_args(["--path", "c.pt", "--input", "x", "--parser", "lal", "--parser-model", "m.pt",

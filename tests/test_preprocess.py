@@ -8,7 +8,7 @@ import torch
 from conftest import BIN, REPO, SHARED, run_command
 from fairseq.data import Dictionary, data_utils
 
-from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, ptb_fixups
+from fairseq_tree.text.tokenize import InputError, Tokenizer, check_line, ptb_fixups
 from fairseq_tree.trees import read_tree_lines
 
 PTB = SHARED / "data" / "ptb_sample"
@@ -269,7 +269,7 @@ def test_parser_that_cannot_load_is_an_error_not_a_hang(tmp_path, workers):
 
 
 def test_parser_failure_is_localised():
-    from fairseq_tree.preprocess.parsers import ParseError
+    from fairseq_tree.parsers import ParseError
     from fairseq_tree.preprocess.stages import _run_parser
 
     class OneBadSentence:
@@ -340,7 +340,7 @@ PARSED = [g.decode() for g in GOOD]
 
 
 def classification_cli(*args):
-    from fairseq_tree.preprocess.cli import cli_main
+    from fairseq_tree.cli.preprocess import cli_main
 
     return cli_main(["--task", "classification", *map(str, args)])
 
@@ -413,7 +413,7 @@ def test_classification_flags_that_do_not_fit(tmp_path, capsys, args, message):
 def test_classification_of_raw_text_parsed_by_stanza(tiny_stanza_models, tmp_path):
     """--labels file on raw text parsed by stanza (sentence targets only); a tree classifier trained on it classifies
     raw text parsed on the fly (fairseq-tree-classify) exactly as it classifies the pipeline's trees of that text."""
-    from fairseq_tree.evaluation.classify_cli import main as classify
+    from fairseq_tree.cli.classify import main as classify
     from fairseq_tree.trees import labelled_tree_from_brackets
 
     lines = (SHARED / "data" / "sst" / "train.txt").read_text(encoding="utf-8").splitlines()[:60]

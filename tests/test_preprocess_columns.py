@@ -14,10 +14,10 @@ from conftest import SHARED
 from fairseq.data import indexed_dataset
 from test_preprocess import run_cli
 
+from fairseq_tree.data.binarize import build_dictionary
 from fairseq_tree.preprocess import columns as C
-from fairseq_tree.preprocess.binarize import build_dictionary
-from fairseq_tree.preprocess.bpe import BatchBPE, Segmenter, learn_codes
-from fairseq_tree.preprocess.text import Tokenizer
+from fairseq_tree.text.bpe import BatchBPE, Segmenter, learn_codes
+from fairseq_tree.text.tokenize import Tokenizer
 from fairseq_tree.trees import (
     Tree,
     TreeFormatError,

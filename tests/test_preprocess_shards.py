@@ -153,7 +153,7 @@ def test_slurm_parameters_reach_the_sbatch_script():
     """--slurm-* flags -> the #SBATCH lines submitit writes (no cluster here: its own script writer is used)."""
     from submitit.slurm.slurm import _make_sbatch_string
 
-    from fairseq_tree.preprocess.cli import get_parser
+    from fairseq_tree.cli.preprocess import get_parser
     from fairseq_tree.preprocess.launcher import slurm_parameters
 
     args = get_parser().parse_args(["-s", "en", "--launcher", "slurm", "--workers", "4", "--slurm-partition", "gpu",

@@ -14,7 +14,7 @@ import pytest
 from conftest import BIN, SHARED
 from conftest import run_command as _run
 
-from fairseq_tree.evaluation.score_cli import main
+from fairseq_tree.cli.score import main
 
 VALID = SHARED / "data" / "ptb_sample" / "valid.mrg"
 VALID_DEP = SHARED / "data" / "ptb_sample" / "valid.conllu"
@@ -32,7 +32,7 @@ def score(*args):
 def score_subprocess(*args):
     """The installed console script (``python -m`` where it is not installed)."""
     exe = BIN / "fairseq-tree-score"
-    cmd = [exe] if exe.is_file() else [sys.executable, "-m", "fairseq_tree.evaluation.score_cli"]
+    cmd = [exe] if exe.is_file() else [sys.executable, "-m", "fairseq_tree.cli.score"]
     lines = _run(*cmd, *args).stdout.strip().splitlines()
     return lines, json.loads(lines[-1])
 

@@ -1,5 +1,5 @@
 """The stanza backend: offline training (fairseq_tree/preprocess/stanza_train.py) and parsing
-(fairseq_tree/preprocess/parsers/stanza_parser.py).
+(fairseq_tree/parsers/stanza_parser.py).
 
 Real stanza everywhere (tiny models trained once per session by the ``tiny_stanza_models`` fixture)."""
 
@@ -10,8 +10,8 @@ import socket
 
 import pytest
 
-from fairseq_tree.preprocess.parsers import ParseError
-from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser, resolve_stanza_models, tree_to_brackets
+from fairseq_tree.parsers import ParseError
+from fairseq_tree.parsers.stanza_parser import StanzaParser, resolve_stanza_models, tree_to_brackets
 
 SENTENCES = [
     "The company said it expects profits to rise next year .".split(),

@@ -20,7 +20,7 @@ PTB = SHARED / "data" / "ptb_sample"
 @pytest.fixture(scope="module")
 def data_bin(tmp_path_factory):
     """64 PTB trees -> their lower-cased words (a learnable 'translation'), BPE 500, joined dictionary."""
-    from fairseq_tree.preprocess.cli import cli_main
+    from fairseq_tree.cli.preprocess import cli_main
 
     d = tmp_path_factory.mktemp("t2s")
     trees = (PTB / "valid.mrg").read_text().splitlines()[:64]
@@ -126,7 +126,7 @@ def test_encoder_input_scales_leaf_and_node_label_embeddings(data_bin):
 def test_max_source_positions_counts_leaves_and_nodes(tmp_path):
     """--max-source-positions bounds leaves + nodes (the length the encoder attends over), not the leaves alone:
     the three trees have (n, m) = (4, 2), (3, 1), (3, 2), i.e. 6, 4 and 5 positions."""
-    from fairseq_tree.preprocess.cli import cli_main
+    from fairseq_tree.cli.preprocess import cli_main
 
     trees = ["(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))", "(S (NP (PRP It)) (VP (VBD rained)) (. .))",
              "(S (NP (DT A) (NN cat)) (VP (VBD sat)))"]
@@ -188,7 +188,7 @@ def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
               "--path", ckpt / "checkpoint_last.pt", "--beam", "5", "--cpu", "--remove-bpe",
               stdin=(PTB / "valid.mrg").read_text().splitlines()[0] + "\n")
     hyp = [line.split("\t")[2] for line in out.splitlines() if line.startswith("D-0")]
-    from fairseq_tree.preprocess.text import Tokenizer
+    from fairseq_tree.text.tokenize import Tokenizer
 
     ref = Tokenizer("moses", "xx")((PTB / "valid.txt").read_text().splitlines()[0].lower())
     assert hyp == [" ".join(ref)]

@@ -29,7 +29,7 @@ def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
     data = tmp_path / "m30k"
     _slice(data, {"train": 300, "valid": 40, "test": 40})
     bin_ = tmp_path / "bin"
-    run_command(sys.executable, "-m", "fairseq_tree.preprocess.cli", "-s", "en", "-t", "de", "--trainpref",
+    run_command(sys.executable, "-m", "fairseq_tree.cli.preprocess", "-s", "en", "-t", "de", "--trainpref",
                 data / "train", "--validpref", data / "valid", "--testpref", data / "test", "--joined-dictionary",
                 "--parser", "stanza", "--stanza-model-dir", tiny_stanza_models, "--bpe-merges", "300",
                 "--destdir", bin_)

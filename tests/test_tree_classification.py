@@ -31,7 +31,7 @@ HAND = [A, B, C, D]
 
 
 def preprocess(*args):
-    from fairseq_tree.preprocess.cli import cli_main
+    from fairseq_tree.cli.preprocess import cli_main
 
     assert cli_main([str(a) for a in args]) == 0
 
@@ -278,7 +278,7 @@ def trained(sst, tmp_path_factory):
 
 
 def classify(*args):
-    from fairseq_tree.evaluation.classify_cli import main
+    from fairseq_tree.cli.classify import main
 
     return main([str(a) for a in args])
 

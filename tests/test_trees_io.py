@@ -107,9 +107,8 @@ def test_the_two_punctuation_sets():
 
 
 def test_tree_views_hand_made():
-    from fairseq_tree.trees import Tree
 
-    t = Tree.from_brackets("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it)))) (. .))")
+    t = tree_from_brackets("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it)))) (. .))")
     assert t.labeled_spans() == [(0, 2, "NP"), (3, 5, "PP"), (2, 5, "VP"), (0, 6, "S")]
     assert t.distances() == [1, 3, 2, 1, 3]
     assert t.to_brackets() == "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (PRP it))) (. .))"
@@ -119,23 +118,22 @@ def test_tree_views_hand_made():
 def test_one_tree_type_evalb_view_hand_made():
     """The EVALB view of the one Tree: one-word constituents (chains joined top first) beside the canonical nodes,
     merged in post-order; the canonical view of the same tree is unchanged."""
-    from fairseq_tree.trees import Tree
 
     text = "(TOP (S (NP-SBJ (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (S (VP (VB go))) (. .)))"
-    t = Tree.from_brackets(text, "join", one_word=True)
+    t = tree_from_brackets(text, "join", one_word=True)
     assert t.word_phrases == ["NP", None, "ADJP", "S+VP", None]
     assert t.labeled_spans() == [(1, 3, "VP"), (0, 5, "S")]
     assert t.labeled_spans(one_word=True) == [(0, 1, "NP"), (2, 3, "ADJP"), (1, 3, "VP"), (3, 4, "S+VP"), (0, 5, "S")]
     assert t.to_brackets(one_word=True) == "(S (NP (PRP It)) (VP (VBZ is) (ADJP (JJ fine))) (S (VP (VB go))) (. .))"
-    canonical = Tree.from_brackets(text, "join")
+    canonical = tree_from_brackets(text, "join")
     assert (canonical.labels, canonical.spans, canonical.word_phrases) == (t.labels, t.spans, None)
     # the other chain rules act on one-word chains too
-    assert Tree.from_brackets(text, "lowest", one_word=True).word_phrases == ["NP", None, "ADJP", "VP", None]
-    assert Tree.from_brackets(text, "highest", one_word=True).word_phrases == ["NP", None, "ADJP", "S", None]
+    assert tree_from_brackets(text, "lowest", one_word=True).word_phrases == ["NP", None, "ADJP", "VP", None]
+    assert tree_from_brackets(text, "highest", one_word=True).word_phrases == ["NP", None, "ADJP", "S", None]
     # wrappers: removed over a phrase, kept over a lone preterminal; a bare preterminal gets ROOT
-    assert Tree.from_brackets("(TOP (NN x))", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "TOP")]
-    assert Tree.from_brackets("(NN x)", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "ROOT")]
-    assert Tree.from_brackets("(NN x)").labeled_spans(one_word=True) == []  # canonical: no one-word view read
+    assert tree_from_brackets("(TOP (NN x))", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "TOP")]
+    assert tree_from_brackets("(NN x)", "join", one_word=True).labeled_spans(one_word=True) == [(0, 1, "ROOT")]
+    assert tree_from_brackets("(NN x)").labeled_spans(one_word=True) == []  # canonical: no one-word view read
 
 
 def test_one_tree_type_from_labeled_spans_inverts_the_evalb_view():

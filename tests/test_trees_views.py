@@ -55,7 +55,7 @@ def gold_views(split, tmp):
 
 
 def parse_cli_conllu(split, tmp):
-    from fairseq_tree.evaluation import parse_cli
+    from fairseq_tree.cli import parse as parse_cli
     from fairseq_tree.trees import read_conllu
 
     parse_cli.write_conllu(list(read_conllu(str(PTB / f"{split}.conllu"))), str(tmp / "p.conllu"))

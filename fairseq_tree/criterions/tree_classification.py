@@ -16,27 +16,17 @@ labelled nodes and leaves, roots included).
 import math
 from dataclasses import dataclass
 
-import torch
 import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_tree.data.class_labels import NO_TARGET
+from fairseq_tree.data.class_labels import NO_TARGET, unit_logits_and_targets  # noqa: F401  (re-exported)
 
 
 @dataclass
 class TreeClassificationCriterionConfig(FairseqDataclass):
     """No options of its own: ``--root-only`` is a flag of the task (so that no ``--criterion`` is needed)."""
-
-
-def unit_logits_and_targets(net_output: dict, sample: dict):
-    """([B, N + M, C] logits of leaves then nodes, [B, N + M] targets), or (None, None) for a model that
-    classifies sentences only."""
-    if net_output.get("nodes") is None:
-        return None, None
-    logits = torch.cat([net_output["leaves"], net_output["nodes"]], 1)
-    return logits, torch.cat([sample["leaf_target"], sample["node_target"]], 1)
 
 
 @register_criterion("tree_classification", dataclass=TreeClassificationCriterionConfig)

@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+import torch
+
 from fairseq_tree.trees import BPE_SUFFIX, NO_CLASS, WRAPPER_LABELS, Tree
 
 NODE_SYMBOL = "X"
@@ -116,5 +118,15 @@ def node_inputs(labels: Sequence[str], mode: str) -> List[str]:
     return list(labels) if mode == "syntax" else [NODE_SYMBOL] * len(labels)
 
 
+
+def unit_logits_and_targets(net_output: dict, sample: dict):
+    """([B, N + M, C] logits of leaves then nodes, [B, N + M] targets), or (None, None) for a model that
+    classifies sentences only."""
+    if net_output.get("nodes") is None:
+        return None, None
+    logits = torch.cat([net_output["leaves"], net_output["nodes"]], 1)
+    return logits, torch.cat([sample["leaf_target"], sample["node_target"]], 1)
+
+
 __all__ = ["ClassScheme", "CLASSIFICATION_JSON", "NODE_SYMBOL", "NO_TARGET", "NODE_INPUTS", "is_piece", "tree_targets",
-           "node_inputs"]
+           "node_inputs", "unit_logits_and_targets"]

@@ -19,29 +19,13 @@ CLI (writes one file, reports counts on stderr)::
 import argparse
 import re
 import sys
-from typing import Iterable, Iterator, List, Sequence
+from typing import Iterable, Iterator, List
 
+from fairseq_tree.text.normalize import WORD_TAGS, normalize_word, word_positions  # noqa: F401  (re-exported)
+from fairseq_tree.text.tokenize import Tokenizer
 from fairseq_tree.trees import atomic_write, read_treebank
 
-#: POS tags of words (eval_protocol.md; ON-LSTM / Tree Transformer / StructFormer evaluation code).
-WORD_TAGS = frozenset(
-    "CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD VBG "
-    "VBN VBP VBZ WDT WP WP$ WRB".split())
-
-_DIGIT = re.compile(r"\d")
 _WORDLIKE = re.compile(r"\w")
-
-
-def normalize_word(word: str, lowercase: bool = True, digits: bool = True) -> str:
-    """``lowercase``: lower-case; ``digits``: a word containing a digit becomes ``N`` (Mikolov's PTB)."""
-    if digits and _DIGIT.search(word):
-        return "N"
-    return word.lower() if lowercase else word
-
-
-def word_positions(tags: Sequence[str]) -> List[int]:
-    """Indices of the leaves whose tag is a word tag, in order."""
-    return [i for i, t in enumerate(tags) if t in WORD_TAGS]
 
 
 def treebank_sentences(path: str, lowercase: bool = True, digits: bool = True) -> Iterator[List[str]]:
@@ -54,8 +38,6 @@ def treebank_sentences(path: str, lowercase: bool = True, digits: bool = True) -
 def text_sentences(lines: Iterable[str], lowercase: bool = True, digits: bool = True,
                    tokenize: str = "moses") -> Iterator[List[str]]:
     """Raw text lines -> word lists (PTB-style tokens, punctuation-only tokens dropped, normalised)."""
-    from fairseq_tree.preprocess.text import Tokenizer
-
     tok = Tokenizer(tokenize, "en", ptb=True)
     for line in lines:
         yield [normalize_word(t, lowercase, digits) for t in tok(line.strip()) if _WORDLIKE.search(t)]

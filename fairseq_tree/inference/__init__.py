@@ -1,5 +1,5 @@
 """Inference library behind the hub interfaces (:mod:`fairseq_tree.hub`), the CLIs (``fairseq-tree-parse``,
-``-induce``, ``-classify``) and the checkpoint parser backends (:mod:`fairseq_tree.preprocess.parsers`):
+``-induce``, ``-classify``) and the checkpoint parser backends (:mod:`fairseq_tree.parsers`):
 
 * :mod:`.checkpoint`: load a checkpoint (ensemble + task, overrides, data directory, device, eval mode);
 * :mod:`.batching`: length-sorted batches of indices, and results back in input order;

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from fairseq_tree import safe_loading
+from fairseq_tree.trees.io import atomic_path
 
 #: fairseq's checkpoint names: ``checkpoint{epoch}.pt`` and ``checkpoint_{epoch}_{updates}.pt``
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
@@ -22,7 +23,6 @@ _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 
 class CheckpointError(ValueError):
     """An input that cannot be averaged; the message names the file."""
-
 
 def last_checkpoints(directory: str, n: int, by: str = "update", upper_bound: Optional[int] = None) -> List[str]:
     """-> the paths of the ``n`` checkpoints of ``directory`` with the highest epoch (``by='epoch'``:
@@ -42,7 +42,6 @@ def last_checkpoints(directory: str, n: int, by: str = "update", upper_bound: Op
                               f"{n} asked for")
     return [path for _, path in sorted(found, reverse=True)[:n]]
 
-
 def _load(path: str) -> dict:
     try:
         state = safe_loading.load(path)
@@ -53,7 +52,6 @@ def _load(path: str) -> dict:
     if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
         raise CheckpointError(f"{path}: no 'model' state dict (not a fairseq checkpoint)")
     return state
-
 
 def average_checkpoints(paths: Sequence[str]) -> dict:
     """-> the first checkpoint of ``paths`` with its ``model`` replaced by the mean over all of them.
@@ -80,15 +78,12 @@ def average_checkpoints(paths: Sequence[str]) -> dict:
     first["averaged_from"] = [str(p) for p in paths]
     return first
 
-
 def save_atomic(state: dict, output: str) -> None:
     """torch.save through :func:`~fairseq_tree.trees.io.atomic_path` (creating the directory): never a
     half-written checkpoint."""
-    from fairseq_tree.trees.io import atomic_path
 
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     with atomic_path(output) as tmp:
         torch.save(state, tmp)
-
 
 __all__ = ["CheckpointError", "average_checkpoints", "last_checkpoints", "save_atomic"]

@@ -26,10 +26,21 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from fairseq_tree.data.class_labels import NO_TARGET, SST2_OF_SST5, ClassScheme, node_inputs, tree_targets
+from fairseq_tree.data.binarize import encode
+from fairseq_tree.data.class_labels import (
+    NO_TARGET,
+    SST2_OF_SST5,
+    ClassScheme,
+    node_inputs,
+    tree_targets,
+    unit_logits_and_targets,
+)
 from fairseq_tree.data.tree_classification_dataset import collate_classification, labelled_phrases, phrase_item
 from fairseq_tree.inference.batching import length_batches
-from fairseq_tree.trees import Tree, expand_subwords
+from fairseq_tree.inference.checkpoint import load_checkpoint
+from fairseq_tree.modules.tree_structure import root_positions
+from fairseq_tree.text.bpe import Segmenter
+from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
 
 QUERY_GROUPS = ("root", "node", "leaf")
 
@@ -43,15 +54,12 @@ class Example:
     item: dict
     gold: Optional[int]
 
-
 class Classifier:
     """A loaded checkpoint. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here); batches
     hold at most ``max_tokens`` padded leaves + nodes and ``batch_size`` sentences."""
 
     def __init__(self, path: str, data: Optional[str] = None, device: str = "cpu", max_tokens: int = 4096,
                  batch_size: int = 256):
-        from fairseq_tree.inference.checkpoint import load_checkpoint
-        from fairseq_tree.preprocess.bpe import Segmenter
 
         models, _, task = load_checkpoint(path, data, device)
         self.model, self.task = models[0], task
@@ -73,7 +81,6 @@ class Classifier:
                 labelled: bool = False) -> Example:
         """A word-level tree -> an :class:`Example`. ``labelled``: ``tree`` is class-labelled (SST); else a
         ``sentence_label`` (with ``scheme``) is its gold class, or there is none."""
-        from fairseq_tree.preprocess.binarize import encode
 
         if labelled and self.info["node_inputs"] == "syntax":
             raise ValueError("the model reads syntactic node labels, which class-labelled trees do not have")
@@ -160,9 +167,7 @@ class Classifier:
 
     def model_has_units(self) -> bool:
         """Whether the model classifies every node and leaf (tree models) or sentences only."""
-        from fairseq_tree.models.tree_classifier import TreeClassifierModel
-
-        return isinstance(self.model, TreeClassifierModel)
+        return bool(getattr(self.model, "CLASSIFIES_UNITS", False))
 
     # ------------------------------------------------------------------ Table 4
     def attention_share(self, examples: Sequence[Example]) -> dict:
@@ -183,23 +188,17 @@ class Classifier:
                 "layers": [dict(zip(QUERY_GROUPS, np.round(row, 2).tolist())) for row in pct],
                 "overall": dict(zip(QUERY_GROUPS, np.round(overall, 2).tolist()))}
 
-
 def _unit_counts(out: dict, batch: dict, view: torch.Tensor) -> Tuple[int, int]:
     """Correct and scored labelled units (leaves and nodes) of one batch, predictions in the view."""
-    from fairseq_tree.criterions.tree_classification import unit_logits_and_targets
-
     logits, targets = unit_logits_and_targets({k: v.cpu() for k, v in out.items() if k in ("leaves", "nodes")},
                                               batch)
     pred = (torch.softmax(logits.float(), -1) @ view).argmax(-1)
     labelled = targets.ne(NO_TARGET)
     return int((pred.eq(targets) & labelled).sum()), int(labelled.sum())
 
-
 def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Summed node shares and query counts [L, 3] (root, node, leaf queries) of one batch, and the numbers of
     real leaf and node keys [2]. Vectorised over the batch and queries."""
-    from fairseq_tree.models.tree_classifier import root_positions
-
     tree = out["tree"]
     N = tree.num_leaves
     real = tree.real_mask  # [B, T]
@@ -218,7 +217,6 @@ def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     keys = np.array([float(tree.leaf_mask.sum()), float(tree.node_mask.sum())])
     return sums, counts, keys
 
-
 class InputError(ValueError):
     """Bad input sentence number ``index`` (0-based) of a list: the CLI names its file and line."""
 
@@ -226,10 +224,8 @@ class InputError(ValueError):
         super().__init__(f"sentence {index + 1}: {message}")
         self.index, self.message = index, message
 
-
 def detect_format(text: str, scheme: ClassScheme) -> str:
     """``sst`` (a class-labelled tree), ``brackets`` (a syntactic tree) or ``raw`` (text), from one sentence."""
-    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets
 
     if not text.startswith("("):
         return "raw"
@@ -239,14 +235,12 @@ def detect_format(text: str, scheme: ClassScheme) -> str:
     except TreeFormatError:
         return "brackets"
 
-
 def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassScheme, input_format: str = "auto",
                         parse: Optional[Callable[[List[str]], List[str]]] = None,
                         labels: Optional[Sequence[str]] = None) -> Tuple[List[Example], str]:
     """Sentences -> (examples, format). ``input_format``: sst, brackets, raw (``parse``: raw texts -> bracketed
     trees) or auto (:func:`detect_format` of the first sentence); ``labels``: gold classes of brackets/raw
     input. :class:`InputError` names the sentence of a bad input."""
-    from fairseq_tree.trees import TreeFormatError, labelled_tree_from_brackets, tree_from_brackets
 
     fmt = input_format if input_format != "auto" else detect_format(texts[0], scheme)
     if fmt == "sst" and labels:
@@ -265,6 +259,5 @@ def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassSche
         except (TreeFormatError, ValueError) as e:
             raise InputError(k, str(getattr(e, "message", e))) from None
     return examples, fmt
-
 
 __all__ = ["Classifier", "Example", "InputError", "QUERY_GROUPS", "detect_format", "examples_from_texts"]

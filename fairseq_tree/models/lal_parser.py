@@ -33,8 +33,8 @@ import torch.nn.functional as F
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from torch import Tensor
 
-from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import set_default
+from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.chart import cky, eisner
 from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
 

@@ -49,8 +49,8 @@ from fairseq import utils
 from fairseq.models import register_model, register_model_architecture
 from torch import Tensor
 
-from fairseq_tree.hub import FromPretrained
 from fairseq_tree.models.architecture import set_default
+from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.models.induced_structure import InducedStructure
 from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder, MaskedLMModel, add_masked_lm_args
 from fairseq_tree.modules.dependency_attention import RELATIONS, DependencyAttention, dependency_relations

@@ -36,7 +36,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import Tensor
 
-from fairseq_tree.hub import FromPretrained
+from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext

@@ -27,9 +27,9 @@ from fairseq.models.roberta.model import RobertaClassificationHead
 from fairseq.models.transformer import TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
-from fairseq_tree.hub import FromPretrained
+from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree2seq_args, tree_defaults
-from fairseq_tree.modules.tree_structure import TreeStructure
+from fairseq_tree.modules.tree_structure import TreeStructure, root_positions  # noqa: F401  (re-exported)
 
 
 def add_head_args(parser) -> None:
@@ -50,21 +50,13 @@ def classify_positions(head: RobertaClassificationHead, x: Tensor) -> Tensor:
     return head(x.reshape(B * T, 1, C)).view(B, T, -1)
 
 
-def root_positions(tree: TreeStructure) -> Tensor:
-    """[B] long: the root of each sentence among ``[leaves; nodes]``: its last real node (post-order), or
-    with no node (one word) its real leaf."""
-    N, M = tree.num_leaves, tree.num_nodes
-    has_nodes = tree.node_mask.any(1)
-    last_node = (tree.node_mask.long() * torch.arange(1, M + 1, device=tree.node_mask.device)).argmax(1)
-    first_leaf = tree.leaf_mask.long().argmax(1)
-    return torch.where(has_nodes, N + last_node, first_leaf)
-
-
 @register_model("tree_classifier")
 class TreeClassifierModel(FromPretrained, BaseFairseqModel):
     """The tree2seq encoder + a classification head on every leaf and node (see the module docstring)."""
 
-    HUB_INTERFACE = "ClassifierHubInterface"  # from_pretrained -> fairseq_tree.hub.ClassifierHubInterface
+    CLASSIFIES_UNITS = True  # every leaf and node, not the sentence only (inference.classify asks)
+
+    HUB_INTERFACE = "ClassifierHubInterface"  # from_pretrained -> models.hub_interface.ClassifierHubInterface
 
     def __init__(self, args, encoder: Tree2SeqEncoder, head: RobertaClassificationHead):
         super().__init__()

@@ -331,3 +331,13 @@ class ReorderedTree:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.materialize(), name)
+
+
+def root_positions(tree: TreeStructure) -> Tensor:
+    """[B] long: the root of each sentence among ``[leaves; nodes]``: its last real node (post-order), or
+    with no node (one word) its real leaf."""
+    N, M = tree.num_leaves, tree.num_nodes
+    has_nodes = tree.node_mask.any(1)
+    last_node = (tree.node_mask.long() * torch.arange(1, M + 1, device=tree.node_mask.device)).argmax(1)
+    first_leaf = tree.leaf_mask.long().argmax(1)
+    return torch.where(has_nodes, N + last_node, first_leaf)

@@ -48,7 +48,7 @@ def strings_to_bytes(strings: Sequence[str]) -> np.ndarray:
 
 class PieceTable:
     """Word types -> their subword pieces as ids, filled one batch of new types at a time and kept for the
-    worker's later shards (``segment`` is a :class:`fairseq_tree.preprocess.bpe.Segmenter`). Grows with the
+    worker's later shards (``segment`` is a :class:`fairseq_tree.text.bpe.Segmenter`). Grows with the
     vocabulary only."""
 
     def __init__(self, segment):

@@ -19,8 +19,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from fairseq_tree.data.binarize import ArrayBuilder, encode, token_dtype, write_dataset
 from fairseq_tree.data.class_labels import NO_TARGET, ClassScheme, node_inputs, tree_targets
-from fairseq_tree.preprocess.text import InputError, Tokenizer, check_line, decode_line
+from fairseq_tree.parsers import ParseError, build_parser, length_batches
+from fairseq_tree.preprocess import columns as C
+from fairseq_tree.preprocess.columns import PieceTable, vocab_from_bytes
+from fairseq_tree.text.bpe import Segmenter
+from fairseq_tree.text.tokenize import InputError, Tokenizer, check_line, decode_line
 from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
 from fairseq_tree.trees.io import atomic_copy, atomic_path, atomic_write_text  # noqa: F401  (atomic_copy: re-exported)
 
@@ -33,7 +38,6 @@ TARGET_DTYPE = "int16"
 class PreprocessError(Exception):
     """A fatal input error; the message names the file and line."""
 
-
 @dataclass
 class Shard:
     split: str
@@ -45,7 +49,6 @@ class Shard:
     @property
     def name(self) -> str:
         return f"{self.split}.{self.index:05d}"
-
 
 @dataclass
 class StageConfig:
@@ -64,10 +67,8 @@ class StageConfig:
     parse_batch_size: int = 256
     classification: Optional[Dict] = None  # --task classification: pipeline.classification_options
 
-
 def class_scheme(options: Dict) -> ClassScheme:
     return ClassScheme.make(options["num_classes"], options["class_names"], options["binary"])
-
 
 # --------------------------------------------------------------------------------------------------
 # helpers
@@ -84,10 +85,8 @@ def read_lines(path: str, offset: int, count: int) -> List[bytes]:
             lines.append(line.rstrip(b"\r\n"))
     return lines
 
-
 def write_meta(path: str, meta: dict) -> None:
     atomic_write_text(path, json.dumps(meta))
-
 
 def tree_to_compact(tree: Tree) -> str:
     return "\t".join([
@@ -95,14 +94,12 @@ def tree_to_compact(tree: Tree) -> str:
         " ".join(map(str, tree.flat_spans())),
     ])
 
-
 def compact_to_tree(fields: List[str]) -> Tree:
     words = fields[0].split(" ")
     tags = fields[1].split(" ")
     labels = fields[2].split(" ") if fields[2] else []
     flat = [int(x) for x in fields[3].split(" ")] if fields[3] else []
     return Tree(words, tags, labels, list(zip(flat[0::2], flat[1::2])))
-
 
 class _Errors:
     """Collects skipped lines, or raises at the first error when on_error == 'fail'."""
@@ -126,7 +123,6 @@ class _Errors:
         """A good line left out by design (the neutral roots of --binary): always recorded, never fatal."""
         self.filtered.append(self._entry(path, lineno, reason, message))
 
-
 # --------------------------------------------------------------------------------------------------
 # worker state (one per process)
 # --------------------------------------------------------------------------------------------------
@@ -141,20 +137,15 @@ def init_parse_worker(cfg: StageConfig) -> None:
     _STATE["src_tok"] = Tokenizer(cfg.tokenize, cfg.src_lang, ptb=True)
     _STATE["tgt_tok"] = Tokenizer(cfg.tokenize, cfg.tgt_lang) if cfg.tgt_lang else None
     if not given:
-        from fairseq_tree.preprocess.parsers import build_parser
 
         _STATE["parser"] = build_parser(cfg.parser, **cfg.parser_options)
 
-
 def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
-    from fairseq_tree.preprocess.bpe import Segmenter
-    from fairseq_tree.preprocess.columns import PieceTable
 
     _STATE.clear()
     _STATE["cfg"] = cfg
     _STATE["segment"] = Segmenter(codes_path)
     _STATE["pieces"] = PieceTable(_STATE["segment"])
-
 
 def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
     from fairseq.data.dictionary import Dictionary
@@ -162,7 +153,6 @@ def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
     _STATE.clear()
     _STATE["cfg"] = cfg
     _STATE["dicts"] = {k: Dictionary.load(p) for k, p in dict_paths.items()}
-
 
 # --------------------------------------------------------------------------------------------------
 # stage 1: validate, tokenize, parse
@@ -273,13 +263,11 @@ def parse_shard(shard: Shard) -> dict:
     write_meta(base + ".parsed.json", meta)
     return meta
 
-
 def _class_label(scheme: ClassScheme, text: str) -> str:
     try:
         return scheme.check_label(text)
     except ValueError as e:
         raise InputError("bad_label", str(e)) from None
-
 
 def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
     for j, (a, b) in enumerate(zip(leaves, tokens)):
@@ -287,12 +275,10 @@ def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
             return f"tree leaf {j + 1} is {a!r} but source token {j + 1} is {b!r}"
     return f"tree has {len(leaves)} leaves but the source has {len(tokens)} tokens"
 
-
 def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[object]:
     """Parse in calls of ``batch_size`` sentences of similar length (sorted by length over the whole list), results
     in input order; a sentence the parser fails on yields its ParseError (``index``: its position in
     ``sentences``), the rest still parse."""
-    from fairseq_tree.preprocess.parsers import ParseError, length_batches
 
     out: List[object] = [None] * len(sentences)
     for idx in length_batches([len(s) for s in sentences], batch_size):
@@ -300,10 +286,8 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
             out[i] = ParseError(i, result.message) if isinstance(result, ParseError) else result
     return out
 
-
 def _parse_call(parser, batch: List[List[str]]) -> List[object]:
     """``parser.parse_all(batch)``; for a backend with ``parse`` only, parse again after each ParseError."""
-    from fairseq_tree.preprocess.parsers import ParseError
 
     if hasattr(parser, "parse_all"):
         return parser.parse_all(batch)
@@ -317,7 +301,6 @@ def _parse_call(parser, batch: List[List[str]]) -> List[object]:
             out.append(e)
             batch = batch[e.index + 1:]
     return out
-
 
 # --------------------------------------------------------------------------------------------------
 # stage 2: subwords, length filter
@@ -344,13 +327,10 @@ def bpe_shard(shard: Shard) -> dict:
     write_meta(base + ".bpe.json", meta)
     return meta
 
-
 def _bpe_columns(shard: Shard, errors: "_Errors"):
     """Translation (or --only-source): every column of the shard at once -> ``.bpe.npz``; returns
     (kept sentences, counts)."""
     import numpy as np
-
-    from fairseq_tree.preprocess import columns as C
 
     cfg: StageConfig = _STATE["cfg"]
     table: C.PieceTable = _STATE["pieces"]
@@ -402,7 +382,6 @@ def _bpe_columns(shard: Shard, errors: "_Errors"):
                   "labels": _count(arrays["nodes"], label_vocab.strings)}
     return int(keep.sum()), counts
 
-
 def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
     """Sentences within --max-positions and with target tokens [S] (bool); the others are reported in line
     order (source length first). ``no_tgt`` [S] marks targets with no token (None: no targets)."""
@@ -423,14 +402,12 @@ def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
                        f"target has {tgt_len[i] + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
     return ~(bad_src | bad_tgt | no_tgt)
 
-
 def _count(ids, strings: List[str]) -> Dict[str, int]:
     """Occurrences of every string (``strings[i]`` for id ``i``) among ``ids`` (the absent ones left out)."""
     import numpy as np
 
     counts = np.bincount(ids, minlength=len(strings))
     return {strings[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
-
 
 def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
     """Classification: one sentence at a time -> ``.bpe.tsv`` rows; returns (kept sentences, counts)."""
@@ -463,7 +440,6 @@ def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
     atomic_write_text(base + ".bpe.tsv", "".join(out))
     return len(out), {k: dict(v) for k, v in counts.items()}
 
-
 def _read_kept_parsed(path: str) -> List[List[str]]:
     """The fields of the rows of a ``.parsed.tsv`` not skipped in stage 1."""
     with open(path, encoding="utf-8") as f:
@@ -471,12 +447,10 @@ def _read_kept_parsed(path: str) -> List[List[str]]:
     rows = [line.split("\t") for line in lines if line]
     return [r for r in rows if not r[7]]
 
-
 def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
     """Every space-separated word of the given (non-empty) columns of all rows, concatenated."""
     fields = [r[c] for c in columns if c is not None for r in rows if r[c]]
     return " ".join(fields).split(" ") if fields else []
-
 
 # --------------------------------------------------------------------------------------------------
 # stage 3: binarize
@@ -485,7 +459,6 @@ def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
 def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
     base = os.path.join(workdir, shard.name)
     return {k: f"{base}.{k}" for k in ("leaves", "nodes", "spans", "tgt") + TARGET_KEYS}
-
 
 def binarize_shard(shard: Shard) -> dict:
     """The shard's ``.bpe.tsv`` -> its leaves, nodes, spans (and target, or class targets) datasets."""
@@ -505,16 +478,12 @@ def binarize_shard(shard: Shard) -> dict:
     write_meta(base + ".bin.json", meta)
     return meta
 
-
 def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
     """A ``.bpe.npz`` (:mod:`fairseq_tree.preprocess.columns`) -> the shard's datasets: every shard-local string is
     looked up
     in its dictionary once, then each column is one gather and one write (the bytes of one ``add_item`` per
     sentence). Returns the stats."""
     import numpy as np
-
-    from fairseq_tree.preprocess.binarize import token_dtype, write_dataset
-    from fairseq_tree.preprocess.columns import vocab_from_bytes
 
     dicts = _STATE["dicts"]
     with np.load(path) as z:
@@ -539,12 +508,9 @@ def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]
         stats.update(target_tokens=len(tgt), target_unk=int((tgt == dicts["tgt"].unk_index).sum()))
     return stats
 
-
 def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
     """One sentence at a time: the class targets need each tree. Returns (stats, class counts)."""
     import numpy as np
-
-    from fairseq_tree.preprocess.binarize import ArrayBuilder, encode, token_dtype
 
     cfg: StageConfig = _STATE["cfg"]
     dicts = _STATE["dicts"]
@@ -575,7 +541,6 @@ def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
         for ext in (".bin", ".idx"):
             os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
     return dict(stats), dict(classify.class_counts)
-
 
 class _ClassTargets:
     """Binarize-stage classification: the node inputs and targets of one subword tree

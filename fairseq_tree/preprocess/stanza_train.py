@@ -49,6 +49,8 @@ import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from fairseq_tree.parsers.stanza_parser import StanzaParser
+
 # data preparation (steps 1-4); re-exported for the tests and for callers of this module
 from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
     DEV_NAME,
@@ -117,7 +119,6 @@ def install_socket_guard() -> None:
     socket.getaddrinfo = refuse
     socket.create_connection = refuse
 
-
 def labeled_brackets(tree) -> collections.Counter:
     """Counter of (label, start, end) for every internal node except ROOT and preterminals (stanza Tree)."""
     out: collections.Counter = collections.Counter()
@@ -138,7 +139,6 @@ def labeled_brackets(tree) -> collections.Counter:
                 out[(node.label, start, pos)] += 1
     return out
 
-
 def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
     matched = n_gold = n_pred = 0
     tree_f1 = []
@@ -151,7 +151,6 @@ def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
     rec = matched / n_gold if n_gold else 0.0
     f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
     return {"precision": prec, "recall": rec, "f1": f1, "tree_f1": tree_f1, "trees": len(tree_f1)}
-
 
 class PyEvaluateParser:
     """Drop-in for ``stanza.server.parser_eval.EvaluateParser`` (CoreNLP/Java), only what training uses."""
@@ -177,7 +176,6 @@ class PyEvaluateParser:
               flush=True)
         return SimpleNamespace(f1=s["f1"], treeF1=s["tree_f1"], HasField=lambda name: False)
 
-
 def install_constituency_patches() -> None:
     import stanza.models.constituency.parser_training as parser_training
     import stanza.models.constituency.retagging as retagging
@@ -195,7 +193,6 @@ def install_constituency_patches() -> None:
 
     retagging.Pipeline = offline_pipeline
 
-
 def offline_run(which: str, args: List[str]) -> int:
     install_socket_guard()
     if which == "tagger":
@@ -211,7 +208,6 @@ def offline_run(which: str, args: List[str]) -> int:
         raise SystemExit(f"unknown trainer {which!r}")
     return 0
 
-
 # ================================================================================================
 # training driver
 # ================================================================================================
@@ -222,7 +218,6 @@ def _subprocess_env(outdir: Path, threads: int) -> dict:
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TQDM_DISABLE="1", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
-
 
 _NOISE = re.compile(r"it/s\]|s/it\]|\r")
 
@@ -249,17 +244,13 @@ def run_trainer(which: str, args: List[str], outdir: Path, log_path: Path, threa
         raise RuntimeError(f"stanza {which} training failed (exit {rc}); full log: {log_path}\n{tail}")
     return lines
 
-
 def _last_float(lines: List[str], pattern: str, agg=max) -> Optional[float]:
     vals = [float(m.group(1)) for line in lines for m in [re.search(pattern, line)] if m]
     return agg(vals) if vals else None
 
-
 def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
     """Parse the dev words with the finished pipeline; bracket F1, tag accuracy, speed."""
     from stanza.models.constituency import tree_reader
-
-    from fairseq_tree.preprocess.parsers.stanza_parser import StanzaParser
 
     t0 = time.perf_counter()
     parser = StanzaParser(model_dir=str(outdir), constituency_batch_size=batch_size, device=device)
@@ -283,7 +274,6 @@ def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
             "sentences_per_second": round(len(sents) / t_parse, 1) if t_parse > 0 else None,
             "tokens_per_second": round(n_tok / t_parse, 1) if t_parse > 0 else None,
             "torch_threads": int(__import__("torch").get_num_threads())}
-
 
 def train(args: argparse.Namespace) -> dict:
     t_start = time.perf_counter()
@@ -415,7 +405,6 @@ def train(args: argparse.Namespace) -> dict:
     logger.info("done in %.1f s: %s", timing["total"], outdir)
     return info
 
-
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train",
                                 description=__doc__.split("\n\n")[0],
@@ -446,7 +435,6 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     return p
 
-
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == OFFLINE_RUN:
@@ -456,7 +444,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     train(args)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,7 @@ Data: a directory written by ``python -m fairseq_tree.data.parsing_data`` (see t
 Dependencies are used when ``{split}.heads``/``.rels`` exist. Validation decodes (CKY + Eisner) and logs
 labeled span F1 (``f1``, raw labeled spans, no EVALB rules: for model selection) and UAS (``uas``, all
 tokens): train with ``--best-checkpoint-metric f1 --maximize-best-checkpoint-metric``. Exact EVALB scores
-come from ``fairseq-tree-parse`` (:mod:`fairseq_tree.evaluation.parse_cli`).
+come from ``fairseq-tree-parse`` (:mod:`fairseq_tree.cli.parse`).
 """
 
 import logging

@@ -37,6 +37,7 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
+from fairseq_tree.evaluation.unsupervised import attachment, read_gold, scored_spans, sentence_f1
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
@@ -69,12 +70,10 @@ class TreeInductionConfig(FairseqDataclass):
         "help": "do not map words containing a digit to N (match the training text's normalisation)"})
     seed: int = II("common.seed")
 
-
 def score_batch(structure, gold) -> dict:
     """Counts of one validation batch, summed over batches by ``reduce_metrics``: ``f1_sum``/``f1_count``
     (sentence-level UF1), ``tp``/``pred``/``gold`` (corpus UF1), and with gold heads and induced heads
     ``uas_correct``/``uuas_correct``/``dep_total``. Rules of :mod:`fairseq_tree.evaluation.unsupervised`."""
-    from fairseq_tree.evaluation.unsupervised import attachment, scored_spans, sentence_f1
 
     out = dict(f1_sum=0.0, f1_count=0, tp=0, pred=0, gold=0)
     for g, spans in zip(gold, structure.spans):
@@ -91,7 +90,6 @@ def score_batch(structure, gold) -> dict:
         att = attachment([g.heads for g in gold], structure.heads)  # UUAS over undirected edge sets
         out.update(uas_correct=att["uas_correct"], uuas_correct=att["uuas_correct"], dep_total=att["words"])
     return out
-
 
 @register_task("tree_induction", dataclass=TreeInductionConfig)
 class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
@@ -174,7 +172,6 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
         logger.info("%s: %d sentences", split, len(self.datasets[split]))
 
     def _treebank_tokens(self):
-        from fairseq_tree.evaluation.unsupervised import read_gold
 
         gold = read_gold(self.cfg.eval_treebank, self.cfg.eval_deps, lowercase=not self.cfg.eval_keep_case,
                          digits=not self.cfg.eval_keep_digits)

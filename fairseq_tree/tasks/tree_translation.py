@@ -22,10 +22,12 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from fairseq_tree.data import TreeLanguagePairDataset
+from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.side_channels import InteractiveTrees
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.tasks.data_paths import split_data_path
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
+from fairseq_tree.text.bpe import Segmenter
 from fairseq_tree.trees import expand_subwords, tree_from_brackets
 
 logger = logging.getLogger(__name__)
@@ -50,20 +52,17 @@ class TreeTranslationConfig(TranslationConfig):
         "help": "in data-parallel training, every N updates compare a checksum of the weights across ranks "
                 "and stop if they differ (fairseq checks nothing on CPU); 0 = off"})
 
-
 class _TreeInputParser:
     """fairseq-interactive input line -> subword tree (bracketed input, or raw text parsed on the fly),
     split with the data directory's BPE codes exactly as ``fairseq-tree-preprocess`` does."""
 
     def __init__(self, cfg: TreeTranslationConfig):
-        from fairseq_tree.preprocess.bpe import Segmenter
 
         codes = cfg.tree_bpe_codes or os.path.join(utils.split_paths(cfg.data)[0], "bpe.codes")
         self.segment = Segmenter(codes if os.path.exists(codes) else None)
         self.unary = cfg.tree_unary
         self.parse_raw = None
         if cfg.tree_input == "raw":
-            from fairseq_tree.inference.text import RawTextParser
 
             self.parse_raw = RawTextParser(cfg.tree_parser, "moses", cfg.source_lang, model_dir=cfg.stanza_model_dir)
             self.parse_raw.backend  # noqa: B018  (load the parser now: a bad model fails before any input)
@@ -75,7 +74,6 @@ class _TreeInputParser:
         if self.parse_raw is not None:
             line = self.parse_raw([line])[0]
         return expand_subwords(tree_from_brackets(line, unary=self.unary), self.segment)
-
 
 @register_task("tree_translation", dataclass=TreeTranslationConfig)
 class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTask):
@@ -165,7 +163,6 @@ class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTas
         self._interactive.restore(sample["net_input"])
         return super().inference_step(generator, models, sample, prefix_tokens, constraints)
 
-
 def check_replica_sync(model, update: int) -> None:
     """All ranks must hold the same weights: compare a float64 checksum across ranks (gloo or nccl)."""
     import torch.distributed as dist
@@ -181,7 +178,6 @@ def check_replica_sync(model, update: int) -> None:
     if any(v != values[0] for v in values):
         raise RuntimeError(f"replicas diverged at update {update}: weight checksums per rank {values}")
     logger.info("update %d: weights identical on %d ranks (checksum %.10f)", update, len(values), values[0][0])
-
 
 class _ListDataset(list):
     @property

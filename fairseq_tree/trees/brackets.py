@@ -12,13 +12,22 @@ import re
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_tree.trees.io import atomic_write_text
-from fairseq_tree.trees.tree import NONE_TAG, ROOT_LABEL, WRAPPER_LABELS, LabeledSpan, Span, Tree, TreeFormatError
+from fairseq_tree.trees.tree import (  # noqa: F401  (escape_word .. labeled_to_brackets: the writers live with Tree)
+    ESCAPE_WORD,
+    NONE_TAG,
+    ROOT_LABEL,
+    UNESCAPE_WORD,
+    WRAPPER_LABELS,
+    LabeledSpan,
+    Span,
+    Tree,
+    TreeFormatError,
+    bracket_line,
+    escape_word,
+    labeled_to_brackets,
+    preterminals,
+)
 
-#: PTB escape token -> surface word (the six brackets); :data:`ESCAPE_WORD` is its inverse
-UNESCAPE_WORD = {
-    "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
-}
-ESCAPE_WORD = {w: tok for tok, w in UNESCAPE_WORD.items()}
 #: the tokens of a bracket file: ``(``, ``)`` and anything else without spaces or brackets
 TOKEN_RE = re.compile(r"\(|\)|[^\s()]+")
 
@@ -301,43 +310,10 @@ def read_parse_trees(path: str) -> Iterator[Tree]:
 # Writing brackets
 # --------------------------------------------------------------------------------------------------
 
-def escape_word(word: str) -> str:
-    """A word as a bracket-file token: ``( ) { } [ ]`` -> ``-LRB- -RRB- -LCB- -RCB- -LSB- -RSB-`` (PTB)."""
-    return ESCAPE_WORD.get(word, word)
-
-
-def bracket_line(leaves: Sequence[str], nodes: Iterable[LabeledSpan]) -> str:
-    """The one bracket writer: ``leaves`` [n] are the formatted leaves (``(TAG word)`` or a bare word), ``nodes``
-    the (start, end, label) half-open constituents, in any order; nodes over the same leaves nest in the order
-    given (a unary chain top first). -> one line ``(S (NP (DT the) (NN cat)) ..)``."""
-    n = len(leaves)
-    opens: List[List[str]] = [[] for _ in range(n)]
-    closes = [0] * n
-    for s, e, label in sorted(nodes, key=lambda x: (x[0], -x[1])):  # top-down: start asc, end desc (stable)
-        opens[s].append(label)
-        closes[e - 1] += 1
-    return " ".join("".join("(" + label + " " for label in opens[j]) + leaves[j] + ")" * closes[j]
-                    for j in range(n))
-
-
-def preterminals(words: Sequence[str], tags: Sequence[Optional[str]]) -> List[str]:
-    """``(TAG word)`` leaves, words escaped (:func:`escape_word`), a None tag written ``X``."""
-    return [f"({tag if tag is not None else 'X'} {escape_word(word)})" for word, tag in zip(words, tags)]
-
-
 def to_brackets(tree: Tree) -> str:
-    """One-line PTB brackets of a canonical tree; ``tree_from_brackets`` inverts it exactly."""
-    return bracket_line(preterminals(tree.words, tree.tags),
-                        [(s, e, label) for (s, e), label in zip(tree.spans, tree.labels)])
-
-
-def labeled_to_brackets(words: Sequence[str], tags: Sequence[Optional[str]], spans: Iterable[LabeledSpan]) -> str:
-    """One-line PTB brackets of labeled spans of length >= 1 (the EVALB view, ``Tree.labeled_spans(one_word=True)``)
-    with POS preterminals (an empty or None tag written ``X``); joined labels ``S+VP`` become unary chains again;
-    words escaped as the treebank writes them, so ``tree_from_brackets(.., "join", one_word=True)`` reads back the
-    same tree."""
-    leaves = preterminals(words, [tag or "X" for tag in tags])
-    return bracket_line(leaves, [(s, e, part) for s, e, label in spans for part in label.split("+")])
+    """One-line PTB brackets of a canonical tree (:meth:`Tree.to_brackets`); ``tree_from_brackets`` inverts it
+    exactly."""
+    return tree.to_brackets()
 
 
 def plain_word(word: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_tree.trees.io import atomic_write_text
-from fairseq_tree.trees.tree import Tree, TreeFormatError
+from fairseq_tree.trees.tree import Tree, TreeFormatError, conllu_lines  # noqa: F401  (re-exported)
 
 
 def heads_to_arcs(heads: Sequence[int]) -> List[Tuple[int, int]]:
@@ -92,25 +92,6 @@ def read_conllu(path: str, trees: bool = True) -> Iterator[Tree]:
             rows.append((cols[1], tag, head, cols[7]))
     if rows:
         yield finish(rows, start)
-
-
-def conllu_lines(words: Sequence[str], heads: Sequence[int], tags: Optional[Sequence[str]] = None,
-                 sent_id: Optional[str] = None, upos: Optional[Sequence[str]] = None,
-                 relations: Optional[Sequence[str]] = None) -> List[str]:
-    """One CoNLL-U sentence (no trailing blank line), 10 tab-separated columns per word.
-
-    ``tags`` fill XPOS (and UPOS unless ``upos`` is given; ``_`` without tags); ``relations`` fill DEPREL,
-    by default ``root`` for head 0 and ``dep`` otherwise."""
-    if len(words) != len(heads):
-        raise ValueError(f"{len(words)} words vs {len(heads)} heads")
-    lines = [] if sent_id is None else [f"# sent_id = {sent_id}"]
-    lines.append("# text = " + " ".join(words))
-    for d, (w, h) in enumerate(zip(words, heads), 1):
-        tag = tags[d - 1] if tags is not None else "_"
-        utag = upos[d - 1] if upos is not None else tag
-        rel = relations[d - 1] if relations is not None else ("root" if h == 0 else "dep")
-        lines.append("\t".join([str(d), w, "_", utag, tag, "_", str(h), rel, "_", "_"]))
-    return lines
 
 
 def write_conllu(path: str, words: Sequence[Sequence[str]], heads: Sequence[Sequence[int]],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from fairseq_tree.data.induction_text import WORD_TAGS, normalize_word, word_positions
+from fairseq_tree.text.normalize import WORD_TAGS, normalize_word, word_positions
 from fairseq_tree.trees.brackets import plain_word, read_treebank
 from fairseq_tree.trees.conllu import read_conllu
 from fairseq_tree.trees.tree import ROOT_LABEL, LabeledSpan, Span, Tree, TreeFormatError, post_order

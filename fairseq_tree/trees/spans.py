@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from fairseq_tree.trees.tree import Span, Tree, node_parents
+from fairseq_tree.trees.tree import Span, Tree, node_heights, tree_to_distances  # noqa: F401  (re-exported)
 
 
 def unlabeled_spans(tree_or_spans, n: Optional[int] = None, include_root: bool = True,
@@ -18,29 +18,6 @@ def unlabeled_spans(tree_or_spans, n: Optional[int] = None, include_root: bool =
     if not include_root and n is not None:
         out.discard((0, n))
     return out
-
-
-def node_heights(spans: Sequence[Span]) -> List[int]:
-    """Height of each node (a node over only leaves has height 1). Shape [m]."""
-    heights = [1] * len(spans)
-    for i, p in enumerate(node_parents(spans)):
-        if p >= 0:
-            heights[p] = max(heights[p], heights[i] + 1)  # children come first in post-order
-    return heights
-
-
-def tree_to_distances(spans: Sequence[Span], n: int) -> List[int]:
-    """Syntactic distances (Shen et al.): for each split point i (between leaves i and i+1), the height
-    of the lowest common ancestor of leaves i and i+1. Length n-1."""
-    heights = node_heights(spans)
-    dist: List[Optional[int]] = [None] * max(n - 1, 0)
-    for (s, e), h in zip(spans, heights):  # post-order: lower nodes claim their split points first
-        for i in range(s, e - 1):
-            if dist[i] is None:
-                dist[i] = h
-    if any(d is None for d in dist):
-        raise ValueError("spans do not cover every split point (is the root missing?)")
-    return dist  # type: ignore[return-value]
 
 
 def distances_to_tree(distances: Sequence[float]) -> List[Span]:

@@ -51,6 +51,13 @@ WRAPPER_LABELS = frozenset(["", "ROOT", "TOP"])
 NONE_TAG = "-NONE-"
 BPE_SUFFIX = "@@"
 
+#: PTB escape token -> surface word (the six brackets); :data:`ESCAPE_WORD` is its inverse
+UNESCAPE_WORD = {
+    "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
+}
+ESCAPE_WORD = {w: tok for tok, w in UNESCAPE_WORD.items()}
+
+
 class TreeFormatError(ValueError):
     """A malformed bracketed tree. ``path``/``line`` are filled in by the readers that know them."""
 
@@ -94,14 +101,7 @@ class Tree:
         """``[s0, e0, s1, e1, ...]``: the layout of the binarized ``spans`` dataset."""
         return [x for span in self.spans for x in span]
 
-    # views (the functions live in the modules that import this one, hence the local imports)
-    @classmethod
-    def from_brackets(cls, text: str, unary: str = "lowest", one_word: bool = False) -> "Tree":
-        """:func:`~fairseq_tree.trees.brackets.tree_from_brackets` (``one_word``: the EVALB view)."""
-        from fairseq_tree.trees.brackets import tree_from_brackets
-
-        return tree_from_brackets(text, unary, one_word)
-
+    # views (the writers they use are defined below; the readers live in brackets, conllu and spans)
     @classmethod
     def from_labeled_spans(cls, words: Sequence[str], tags: Sequence[Optional[str]],
                            spans: Iterable[LabeledSpan], heads: Optional[Sequence[int]] = None,
@@ -123,13 +123,12 @@ class Tree:
                    None if heads is None else list(heads), None if relations is None else list(relations))
 
     def to_brackets(self, one_word: bool = False) -> str:
-        """One line of PTB brackets (:func:`~fairseq_tree.trees.brackets.to_brackets`); ``one_word``: with the
+        """One line of PTB brackets (:func:`bracket_line`); ``one_word``: with the
         EVALB view's one-word constituents, joined chains written as unary chains again."""
-        from fairseq_tree.trees.brackets import labeled_to_brackets, to_brackets
-
         if one_word:
             return labeled_to_brackets(self.words, self.tags, self.labeled_spans(one_word=True))
-        return to_brackets(self)
+        return bracket_line(preterminals(self.words, self.tags),
+                            [(s, e, label) for (s, e), label in zip(self.spans, self.labels)])
 
     def labeled_spans(self, one_word: bool = False) -> List[LabeledSpan]:
         """``(start, end, label)`` of every node, post-order. Shape [m]. ``one_word``: the EVALB view, the
@@ -141,9 +140,7 @@ class Tree:
         return sorted(words + spans, key=lambda x: post_order_key(x[:2]))
 
     def distances(self) -> List[int]:
-        """Syntactic distances [n - 1] (:func:`~fairseq_tree.trees.spans.tree_to_distances`)."""
-        from fairseq_tree.trees.spans import tree_to_distances
-
+        """Syntactic distances [n - 1] (:func:`tree_to_distances`)."""
         return tree_to_distances(self.spans, len(self.words))
 
     def parents(self) -> List[int]:
@@ -151,9 +148,7 @@ class Tree:
         return node_parents(self.spans)
 
     def conllu(self, sent_id: Optional[str] = None) -> List[str]:
-        """The sentence as CoNLL-U lines (:func:`~fairseq_tree.trees.conllu.conllu_lines`); needs ``heads``."""
-        from fairseq_tree.trees.conllu import conllu_lines
-
+        """The sentence as CoNLL-U lines (:func:`conllu_lines`); needs ``heads``."""
         if self.heads is None:
             raise ValueError("a tree without heads has no CoNLL-U view")
         return conllu_lines(self.words, self.heads, self.tags, sent_id, relations=self.relations)
@@ -222,3 +217,79 @@ def node_parents(spans: Sequence[Span]) -> List[int]:
         stack.append(i)
     return parents
 
+
+# ------------------------------------------------------------------------------------- writers (the views)
+
+def escape_word(word: str) -> str:
+    """A word as a bracket-file token: ``( ) { } [ ]`` -> ``-LRB- -RRB- -LCB- -RCB- -LSB- -RSB-`` (PTB)."""
+    return ESCAPE_WORD.get(word, word)
+
+
+def bracket_line(leaves: Sequence[str], nodes: Iterable[LabeledSpan]) -> str:
+    """The one bracket writer: ``leaves`` [n] are the formatted leaves (``(TAG word)`` or a bare word), ``nodes``
+    the (start, end, label) half-open constituents, in any order; nodes over the same leaves nest in the order
+    given (a unary chain top first). -> one line ``(S (NP (DT the) (NN cat)) ..)``."""
+    n = len(leaves)
+    opens: List[List[str]] = [[] for _ in range(n)]
+    closes = [0] * n
+    for s, e, label in sorted(nodes, key=lambda x: (x[0], -x[1])):  # top-down: start asc, end desc (stable)
+        opens[s].append(label)
+        closes[e - 1] += 1
+    return " ".join("".join("(" + label + " " for label in opens[j]) + leaves[j] + ")" * closes[j]
+                    for j in range(n))
+
+
+def preterminals(words: Sequence[str], tags: Sequence[Optional[str]]) -> List[str]:
+    """``(TAG word)`` leaves, words escaped (:func:`escape_word`), a None tag written ``X``."""
+    return [f"({tag if tag is not None else 'X'} {escape_word(word)})" for word, tag in zip(words, tags)]
+
+
+def labeled_to_brackets(words: Sequence[str], tags: Sequence[Optional[str]], spans: Iterable[LabeledSpan]) -> str:
+    """One-line PTB brackets of labeled spans of length >= 1 (the EVALB view, ``Tree.labeled_spans(one_word=True)``)
+    with POS preterminals (an empty or None tag written ``X``); joined labels ``S+VP`` become unary chains again;
+    words escaped as the treebank writes them, so ``tree_from_brackets(.., "join", one_word=True)`` reads back the
+    same tree."""
+    leaves = preterminals(words, [tag or "X" for tag in tags])
+    return bracket_line(leaves, [(s, e, part) for s, e, label in spans for part in label.split("+")])
+
+
+def node_heights(spans: Sequence[Span]) -> List[int]:
+    """Height of each node (a node over only leaves has height 1). Shape [m]."""
+    heights = [1] * len(spans)
+    for i, p in enumerate(node_parents(spans)):
+        if p >= 0:
+            heights[p] = max(heights[p], heights[i] + 1)  # children come first in post-order
+    return heights
+
+
+def tree_to_distances(spans: Sequence[Span], n: int) -> List[int]:
+    """Syntactic distances (Shen et al.): for each split point i (between leaves i and i+1), the height
+    of the lowest common ancestor of leaves i and i+1. Length n-1."""
+    heights = node_heights(spans)
+    dist: List[Optional[int]] = [None] * max(n - 1, 0)
+    for (s, e), h in zip(spans, heights):  # post-order: lower nodes claim their split points first
+        for i in range(s, e - 1):
+            if dist[i] is None:
+                dist[i] = h
+    if any(d is None for d in dist):
+        raise ValueError("spans do not cover every split point (is the root missing?)")
+    return dist  # type: ignore[return-value]
+
+
+def conllu_lines(words: Sequence[str], heads: Sequence[int], tags: Optional[Sequence[str]] = None,
+                 sent_id: Optional[str] = None, upos: Optional[Sequence[str]] = None,
+                 relations: Optional[Sequence[str]] = None) -> List[str]:
+    """One CoNLL-U sentence (no trailing blank line), 10 tab-separated columns per word.
+
+    ``tags`` fill XPOS (and UPOS unless ``upos`` is given; ``_`` without tags); ``relations`` fill DEPREL,
+    by default ``root`` for head 0 and ``dep`` otherwise."""
+    if len(words) != len(heads):
+        raise ValueError(f"{len(words)} words vs {len(heads)} heads")
+    lines = [] if sent_id is None else [f"# sent_id = {sent_id}"]
+    lines.append("# text = " + " ".join(words))
+    for d, (w, h) in enumerate(zip(words, heads), 1):
+        tag = tags[d - 1] if tags is not None else "_"
+        utag = upos[d - 1] if upos is not None else tag
+        rel = relations[d - 1] if relations is not None else ("root" if h == 0 else "dep")
+        lines.append("\t".join([str(d), w, "_", utag, tag, "_", str(h), rel, "_", "_"]))
+    return lines

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from fairseq_tree.preprocess.parsers import BatchedBackend, ParseError, check_device
+from fairseq_tree.parsers import BatchedBackend, ParseError, check_device
 from fairseq_tree.trees import escape_word
 
 logger = logging.getLogger(__name__)

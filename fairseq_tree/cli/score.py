@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 
+from fairseq_tree.evaluation import bracket_f1, unsupervised
 from fairseq_tree.trees import TreeFormatError
 
 EVALB_HELP = """Files hold one tree per line, as EVALB reads them (a tree may also continue over several lines of the
@@ -51,10 +52,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--cutoff-len", type=int, default=40, help="length cut-off of EVALB's second block (default 40)")
     return p
 
-
 def run(args) -> dict:
     """Score as ``args`` say; print the summary and the JSON line; return the JSON object."""
-    from fairseq_tree.evaluation import bracket_f1, unsupervised
 
     if args.pred is None and args.pred_dep is None:
         raise SystemExit("give --pred and/or --pred-dep")
@@ -76,7 +75,6 @@ def run(args) -> dict:
     print(json.dumps(result))
     return result
 
-
 def main(argv=None) -> dict:
     args = get_parser().parse_args(argv)
     try:
@@ -84,10 +82,8 @@ def main(argv=None) -> dict:
     except (TreeFormatError, ValueError, OSError) as e:
         raise SystemExit(f"fairseq-tree-score: {e}") from e
 
-
 def cli_main() -> None:
     main()
-
 
 if __name__ == "__main__":
     cli_main()

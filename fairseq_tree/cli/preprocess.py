@@ -11,6 +11,11 @@ import logging
 import os
 import sys
 
+from fairseq_tree.data.class_labels import ClassScheme
+from fairseq_tree.parsers import device_arg
+from fairseq_tree.preprocess.launcher import add_launcher_args
+from fairseq_tree.preprocess.pipeline import run
+from fairseq_tree.preprocess.stages import PreprocessError
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 
 
@@ -19,7 +24,6 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     with ``fairseq-tree-classify``, which parses raw text on the fly
     (:func:`fairseq_tree.preprocess.pipeline.parser_options`)
     and passes ``device=False``: its own ``--device`` (same checks) serves the classifier and the parser."""
-    from fairseq_tree.preprocess.parsers import device_arg
 
     g = p.add_argument_group("parser backends")
     if device:
@@ -45,7 +49,6 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
                    help="allow downloading stanza's models of --stanza-lang (needs a network)")
     g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
                    help="sentences per stanza constituency batch")
-
 
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -132,11 +135,9 @@ def get_parser() -> argparse.ArgumentParser:
                         "syntax: the parser's constituent labels (POS tags on BPE nodes), --labels file only")
 
     add_backend_args(p)
-    from fairseq_tree.preprocess.launcher import add_launcher_args
 
     add_launcher_args(p)
     return p
-
 
 def check_shard_args(args, parser: argparse.ArgumentParser) -> None:
     """--num-shards / --shard-id / --dict-only / --launcher combinations."""
@@ -151,7 +152,6 @@ def check_shard_args(args, parser: argparse.ArgumentParser) -> None:
         parser.error("--dict-only is the first pass before the --shard-id runs: give it without --num-shards")
     if args.jobs is not None and args.jobs < 1:
         parser.error("--jobs must be positive")
-
 
 def check_task_args(args, parser: argparse.ArgumentParser) -> None:
     """Resolve the defaults that depend on --task / --labels; refuse flags that do not fit."""
@@ -175,13 +175,11 @@ def check_task_args(args, parser: argparse.ArgumentParser) -> None:
         else:
             args.target_lang = args.target_lang or "label"
         try:
-            from fairseq_tree.data.class_labels import ClassScheme
 
             ClassScheme.make(args.num_classes, args.class_names, args.binary)
         except ValueError as e:
             parser.error(str(e))
     args.parser = args.parser or "stanza"
-
 
 def cli_main(argv=None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -201,9 +199,6 @@ def cli_main(argv=None) -> int:
     if args.workers < 1 or args.shard_size < 1:
         get_parser().error("--workers and --shard-size must be positive")
 
-    from fairseq_tree.preprocess.pipeline import run
-    from fairseq_tree.preprocess.stages import PreprocessError
-
     try:
         run(args)
     except (PreprocessError, UnsafeCheckpointError) as e:
@@ -211,7 +206,6 @@ def cli_main(argv=None) -> int:
         print(f"fairseq-tree-preprocess: error: {e}", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(cli_main())

@@ -16,6 +16,8 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
+from fairseq_tree.utils.progress import iterate
+
 SEPARATOR = "@@"
 _EOW = "</w>"
 _NO_RANK = np.iinfo(np.int64).max
@@ -25,15 +27,12 @@ def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_freque
     """Learn ``num_merges`` BPE merges from ``word -> count`` and write subword-nmt codes."""
     from subword_nmt import learn_bpe as learn_module
 
-    from fairseq_tree.preprocess.progress import iterate
-
     # subword-nmt's loop over merges, with our progress (a bar on a terminal, a log line every 10 s otherwise)
     learn_module.tqdm = lambda merges, *args, **kwargs: iterate(merges, "learn bpe", len(merges), "merge")
     # subword-nmt reads "word count" lines when is_dict=True; sorted for a deterministic result
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in sorted(word_counts.items())))
     with open(out_path, "w", encoding="utf-8") as out:
         learn_module.learn_bpe(vocab, out, num_merges, min_frequency=min_frequency, is_dict=True)
-
 
 class BatchBPE:
     """subword-nmt's ``encode`` (no glossaries, vocabulary or dropout) over many words at once.
@@ -205,7 +204,6 @@ class BatchBPE:
         ids = 3 * sym[sel]
         ids[offsets + lengths - 1] += np.where(bare, 2, 1)
         return index, lengths, ids
-
 
 class Segmenter:
     """``segmenter(word) -> pieces``; identity when ``codes_path`` is None.

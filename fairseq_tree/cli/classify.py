@@ -19,14 +19,19 @@ import logging
 import sys
 from typing import Iterable, List, Tuple
 
+from fairseq_tree.cli.preprocess import add_backend_args
+from fairseq_tree.inference.classify import Classifier, examples_from_texts
+from fairseq_tree.inference.classify import InputError as ExampleError
+from fairseq_tree.parsers import ParseError, device_arg
+from fairseq_tree.parsers.raw_text import RawTextParser
+from fairseq_tree.preprocess.pipeline import parser_options
 from fairseq_tree.safe_loading import UnsafeCheckpointError
+from fairseq_tree.text.tokenize import InputError, check_line, decode_line  # a bad line of text
 
 logger = logging.getLogger("fairseq_tree.classify")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    from fairseq_tree.preprocess.cli import add_backend_args
-    from fairseq_tree.preprocess.parsers import device_arg
 
     p = argparse.ArgumentParser(prog="fairseq-tree-classify",
                                 description="Classify sentences (trees or raw text) with a tree_classification "
@@ -59,10 +64,8 @@ def get_parser() -> argparse.ArgumentParser:
     add_backend_args(p, device=False)  # --device above serves the parser too
     return p
 
-
 def read_lines(path: str) -> Iterable[Tuple[int, str]]:
     """(line number, stripped text) of every line; an empty or undecodable line is a ``ValueError`` FILE:LINE."""
-    from fairseq_tree.preprocess.text import InputError, check_line, decode_line
 
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
@@ -70,7 +73,6 @@ def read_lines(path: str) -> Iterable[Tuple[int, str]]:
                 yield lineno, check_line(decode_line(raw.rstrip(b"\r\n")))
             except InputError as e:
                 raise ValueError(f"{path}:{lineno}: {e.message}") from None
-
 
 def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
     labels = []
@@ -86,12 +88,8 @@ def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
                          "(labels and input must be parallel)")
     return labels
 
-
 def _parse_raw(path: str, lines, args) -> List[str]:
     """Tokenize and parse raw lines with the preprocessing backends -> bracketed trees; errors FILE:LINE."""
-    from fairseq_tree.inference.text import RawTextParser
-    from fairseq_tree.preprocess.parsers import ParseError
-    from fairseq_tree.preprocess.pipeline import parser_options
 
     parse = RawTextParser(args.parser, args.tokenize, "en", **parser_options(args))
     try:
@@ -99,10 +97,8 @@ def _parse_raw(path: str, lines, args) -> List[str]:
     except ParseError as e:
         raise ValueError(f"{path}:{lines[e.index][0]}: parser failed: {e.message}") from None
 
-
 def read_examples(clf, args, scheme):
     """The examples of ``args.input`` (see the module docstring); ``ValueError`` FILE:LINE on bad input."""
-    from fairseq_tree.inference.classify import InputError, examples_from_texts
 
     lines = list(read_lines(args.input))
     if not lines:
@@ -111,11 +107,10 @@ def read_examples(clf, args, scheme):
     try:
         examples, fmt = examples_from_texts(clf, [t for _, t in lines], scheme, args.input_format,
                                             lambda texts: _parse_raw(args.input, lines, args), labels)
-    except InputError as e:
+    except ExampleError as e:
         raise ValueError(f"{args.input}:{lines[e.index][0]}: {e.message}") from None
     logger.info("%s: %d sentences (%s)", args.input, len(examples), fmt)
     return examples
-
 
 def format_attention(share: dict) -> str:
     rows = [f"attention mass on nodes, % (the rest on leaves); nodes are {share['key_nodes_pct']}% of the keys",
@@ -125,9 +120,7 @@ def format_attention(share: dict) -> str:
     rows.append(f"{'overall':<10}" + "".join(f"{v:>15.2f}" for v in share["overall"].values()))
     return "\n".join(rows)
 
-
 def main(argv=None) -> dict:
-    from fairseq_tree.inference.classify import Classifier
 
     args = get_parser().parse_args(argv)
     clf = Classifier(args.path, data=args.data, device=args.device, max_tokens=args.max_tokens,
@@ -149,7 +142,6 @@ def main(argv=None) -> dict:
         print(json.dumps(scores))
     return scores
 
-
 def cli_main() -> int:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
@@ -159,7 +151,6 @@ def cli_main() -> int:
         print(f"fairseq-tree-classify: error: {e}", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(cli_main())

@@ -35,8 +35,11 @@ from typing import Dict, List
 
 import torch
 
+from fairseq_tree.evaluation import plotting
+from fairseq_tree.evaluation import unsupervised as U
 from fairseq_tree.inference.induce import induce_all, load
 from fairseq_tree.safe_loading import UnsafeCheckpointError
+from fairseq_tree.trees import check_heads
 
 logger = logging.getLogger("fairseq_tree.induce")
 
@@ -53,16 +56,13 @@ def parse_opts(items: List[str]) -> Dict[str, object]:
             out[key] = value  # a bare string such as method=greedy
     return out
 
-
 def _is_tree(heads) -> bool:
-    from fairseq_tree.trees import check_heads
 
     try:
         check_heads(heads)
         return True
     except ValueError:
         return False
-
 
 def format_table(result: dict) -> str:
     rows = [("model", result["model"])] + [(name, b) for name, b in result["baselines"].items()
@@ -85,9 +85,7 @@ def format_table(result: dict) -> str:
                      f"over {result['perplexity']['words']} words")
     return "\n".join(lines)
 
-
 def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str, torch.Tensor]) -> List[str]:
-    from fairseq_tree.evaluation import plotting
 
     os.makedirs(out_dir, exist_ok=True)
     written = []
@@ -105,9 +103,7 @@ def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str,
     written.append(path)
     return written
 
-
 def main(args) -> dict:
-    from fairseq_tree.evaluation import unsupervised as U
 
     t0 = time.time()
     gold = U.read_gold(args.treebank, args.deps, lowercase=not args.keep_case, digits=not args.keep_digits)
@@ -162,7 +158,6 @@ def main(args) -> dict:
     print(format_table(result))
     return result
 
-
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fairseq-tree-induce", description=__doc__.split("\n\n")[0])
     p.add_argument("--path", required=True, help="tree_induction checkpoint (constituent_transformer, structformer)")
@@ -181,7 +176,6 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     return p
 
-
 def cli_main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
@@ -189,7 +183,6 @@ def cli_main(argv=None) -> None:
         main(get_parser().parse_args(argv))
     except UnsafeCheckpointError as e:
         sys.exit(f"fairseq-tree-induce: error: {e}")
-
 
 if __name__ == "__main__":
     cli_main()

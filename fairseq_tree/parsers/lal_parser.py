@@ -12,7 +12,8 @@ Pickling keeps only the options, so worker processes reload the checkpoint.
 import logging
 from typing import List, Optional, Sequence
 
-from fairseq_tree.preprocess.parsers import CheckpointBackend, check_device
+from fairseq_tree.inference.parse import LALParser
+from fairseq_tree.parsers import CheckpointBackend, check_device
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +29,6 @@ class LALBackend(CheckpointBackend):
                             sort_by_length=sort_by_length)
         check_device(device)
         import torch
-
-        from fairseq_tree.inference.parse import LALParser
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
@@ -51,6 +50,5 @@ class LALBackend(CheckpointBackend):
     def parse_batch(self, items: List[List[str]]) -> List[str]:
         """At most ``batch_size`` word lists -> their brackets: one padded batch [B, max n + 2] through the model."""
         return [t.to_brackets(one_word=True) for t in self.parser.parse(items)]
-
 
 __all__ = ["LALBackend"]

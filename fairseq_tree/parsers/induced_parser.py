@@ -20,7 +20,10 @@ import logging
 import re
 from typing import List, Optional, Sequence, Tuple, Union
 
-from fairseq_tree.preprocess.parsers import CheckpointBackend, check_device
+from fairseq_tree.data.induction_text import normalize_word
+from fairseq_tree.inference.induce import induce_all, load
+from fairseq_tree.parsers import CheckpointBackend, check_device
+from fairseq_tree.trees import Tree, post_order, to_brackets
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +35,6 @@ LABEL = "X"
 def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_spans):
     """Lift an induced tree over the word tokens to all tokens. ``word_positions[k]``: token index of word k;
     ``word_spans``: half-open spans over words. -> :class:`fairseq_tree.trees.Tree` (labels and tags ``X``)."""
-    from fairseq_tree.trees import Tree, post_order
 
     n = len(tokens)
     spans = post_order([(word_positions[i], word_positions[j - 1] + 1) for i, j in word_spans if j - i >= 2]
@@ -40,7 +42,6 @@ def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_sp
     tree = Tree(words=list(tokens), tags=[LABEL] * n, labels=[LABEL] * len(spans), spans=spans)
     tree.check()
     return tree
-
 
 class InducedBackend(CheckpointBackend):
     def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
@@ -51,8 +52,6 @@ class InducedBackend(CheckpointBackend):
                             sort_by_length=sort_by_length)
         check_device(device)
         import torch
-
-        from fairseq_tree.inference.induce import load
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
@@ -66,7 +65,6 @@ class InducedBackend(CheckpointBackend):
 
     def prepare(self, sentence: Sequence[str]) -> Tuple[List[str], List[int], List[str]]:
         """A token list -> (tokens, positions of its words, the normalised words); ValueError if unparsable."""
-        from fairseq_tree.data.induction_text import normalize_word
 
         if not sentence:
             raise ValueError("empty sentence")
@@ -79,8 +77,6 @@ class InducedBackend(CheckpointBackend):
     def parse_batch(self, items) -> List[Union[str, Exception]]:
         """At most ``batch_size`` prepared sentences -> brackets (or the ValueError of a tree that cannot be
         lifted): one padded batch [B, max words + 2] through ``model.induce``."""
-        from fairseq_tree.inference.induce import induce_all
-        from fairseq_tree.trees import to_brackets
 
         spans, _, _ = induce_all(self.model, self.task, [w for _, _, w in items], self.batch_size,
                                  device=self.device)
@@ -94,6 +90,5 @@ class InducedBackend(CheckpointBackend):
 
     def describe(self, e: Exception) -> str:
         return str(e) if isinstance(e, ValueError) else super().describe(e)
-
 
 __all__ = ["InducedBackend", "tokens_to_tree"]

@@ -1,9 +1,12 @@
 """Raw text -> bracketed trees, as ``fairseq-tree-preprocess`` makes them: tokenized (sacremoses with the PTB
-fixups, or whitespace) and parsed by a preprocessing backend (:mod:`fairseq_tree.preprocess.parsers`). Used by
+fixups, or whitespace) and parsed by a preprocessing backend (:mod:`fairseq_tree.parsers`). Used by
 ``fairseq-tree-classify --input-format raw``, :class:`fairseq_tree.hub.ClassifierHubInterface` and
 ``tree_translation``'s raw-text input (``fairseq-interactive --tree-input raw``, the tree2seq hub)."""
 
 from typing import List, Optional, Sequence
+
+from fairseq_tree.parsers import ParseError, build_parser
+from fairseq_tree.text.tokenize import Tokenizer
 
 
 class RawTextParser:
@@ -12,7 +15,6 @@ class RawTextParser:
     ``tokenize``: ``moses`` or ``none``; ``lang``: the tokenizer's language."""
 
     def __init__(self, parser: str = "stanza", tokenize: str = "moses", lang: Optional[str] = "en", **options):
-        from fairseq_tree.preprocess.text import Tokenizer
 
         self.tokenize = Tokenizer(tokenize, lang, ptb=True)
         self._name, self._options, self._backend = parser, options, None
@@ -20,15 +22,13 @@ class RawTextParser:
     @property
     def backend(self):
         if self._backend is None:
-            from fairseq_tree.preprocess.parsers import build_parser
 
             self._backend = build_parser(self._name, **self._options)
         return self._backend
 
     def __call__(self, texts: Sequence[str], call_size: Optional[int] = None) -> List[str]:
         """Texts -> brackets, ``call_size`` sentences per backend call (None: all in one). Raises the
-        :class:`~fairseq_tree.preprocess.parsers.ParseError` of the first failure, ``index`` into ``texts``."""
-        from fairseq_tree.preprocess.parsers import ParseError
+        :class:`~fairseq_tree.parsers.ParseError` of the first failure, ``index`` into ``texts``."""
 
         sentences = [self.tokenize(t) for t in texts]
         step = call_size or max(len(sentences), 1)
@@ -39,6 +39,5 @@ class RawTextParser:
             except ParseError as e:
                 raise ParseError(start + e.index, e.message) from None
         return out
-
 
 __all__ = ["RawTextParser"]
