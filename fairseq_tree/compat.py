@@ -15,7 +15,8 @@ loads the plugin through ``--user-dir`` or ``import fairseq_tree``). Nothing her
    everything was saved. An ``atexit`` hook stops and joins those threads first; the thread's loop gains a stop
    check, nothing else changes.
 
-Not global: the batching fix that keeps the sentences fairseq's ``--required-batch-size-multiple`` drops applies to
+Not global: the batching fix that keeps the sentences fairseq main's ``--required-batch-size-multiple`` drops (the
+0.12.2 release keeps them) applies to
 the plugin's tasks (:mod:`fairseq_tree.data.leftovers`); to fairseq's own tasks only with
 ``FAIRSEQ_TREE_KEEP_LEFTOVERS=1``.
 """

@@ -1,7 +1,8 @@
-"""Batches that keep every sentence. fairseq's ``data_utils.batch_by_size`` (its Cython ``batch_by_size_vec``)
+"""Batches that keep every sentence. fairseq main's (and fairseq-fixed 0.12.3.1's) ``data_utils.batch_by_size``
 silently drops the sentences left over when the last batch is smaller than ``--required-batch-size-multiple``
-(default 8): 300 sentences of ``fairseq-generate`` give 296 hypotheses, validations score up to 7 sentences
-fewer, and training never sees the longest sentences of an epoch. Here the leftovers are batched
+(default 8; the Python wrapper cuts the tail the Cython ``batch_by_size_vec`` returns; the 0.12.2 release keeps it,
+and there this is a no-op): 300 sentences of ``fairseq-generate`` give 296 hypotheses, validations score up to 7
+sentences fewer, and training never sees the longest sentences of an epoch. Here the leftovers are batched
 (``required_batch_size_multiple=1``, same token and sentence limits) into final batches; the other batches are
 fairseq's, unchanged.
 

@@ -29,6 +29,7 @@ from fairseq.modules import PositionalEmbedding
 from torch import Tensor
 
 from fairseq_tree.models.architecture import build_standalone_model
+from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 
 
 class MaskedLMEncoder(FairseqEncoder):
@@ -52,6 +53,10 @@ class MaskedLMEncoder(FairseqEncoder):
         self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
 
     # ------------------------------------------------------------------------------------------- hooks
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints of fairseq 0.12.2 and main load in either (:func:`upgrade_positions_buffer`)."""
+        return upgrade_positions_buffer(self.embed_positions, state_dict, name)
+
     def build_structure(self, args) -> None:
         """Modules the structure needs, built before the layers (none by default)."""
 

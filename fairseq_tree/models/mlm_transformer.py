@@ -33,12 +33,12 @@ import argparse
 import torch
 import torch.nn as nn
 from fairseq.models import register_model, register_model_architecture
-from fairseq.modules import TransformerEncoderLayer
 from torch import Tensor
 
 from fairseq_tree.models.architecture import set_default
 from fairseq_tree.models.masked_lm_encoder import MaskedLMEncoder, MaskedLMModel, add_masked_lm_args
 from fairseq_tree.modules.constituent_attention import structure_masks
+from fairseq_tree.modules.fairseq_layers import PlainTransformerEncoderLayer
 
 
 def _layer_args(args) -> argparse.Namespace:
@@ -54,7 +54,7 @@ class MLMTransformerEncoder(MaskedLMEncoder):
         self.word_only = bool(args.word_only_attention)
 
     def build_layer(self, args, index: int) -> nn.Module:
-        return TransformerEncoderLayer(_layer_args(args))
+        return PlainTransformerEncoderLayer(_layer_args(args))
 
     def init_layers(self) -> None:
         # constituent_transformer's init: xavier weights (fairseq's q/k/v gain already matches), zero biases

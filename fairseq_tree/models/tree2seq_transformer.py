@@ -37,6 +37,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import Tensor
 
 from fairseq_tree.models.hub_interface import FromPretrained
+from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
@@ -166,6 +167,10 @@ class Tree2SeqEncoder(FairseqEncoder):
         if cfg.checkpoint_activations:
             layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints of fairseq 0.12.2 and main load in either (:func:`upgrade_positions_buffer`)."""
+        return upgrade_positions_buffer(self.embed_positions, state_dict, name)
 
     def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
         return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),

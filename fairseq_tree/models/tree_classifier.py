@@ -29,6 +29,7 @@ from torch import Tensor
 
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree2seq_args, tree_defaults
+from fairseq_tree.modules.fairseq_layers import PlainTransformerEncoder
 from fairseq_tree.modules.tree_structure import TreeStructure, root_positions  # noqa: F401  (re-exported)
 
 
@@ -118,7 +119,7 @@ class TransformerClassifierModel(FromPretrained, BaseFairseqModel):
         transformer_classifier_base(args)
         args.max_source_positions = task.max_positions() + 1  # + <s>
         embed_tokens = TransformerModel.build_embedding(args, task.source_dictionary, args.encoder_embed_dim)
-        encoder = TransformerEncoder(args, task.source_dictionary, embed_tokens)
+        encoder = PlainTransformerEncoder(args, task.source_dictionary, embed_tokens)
         return cls(args, encoder, build_head(args, task.num_classes))
 
     def forward(self, src_tokens: Tensor, src_lengths: Tensor, **tree_inputs) -> dict:

@@ -14,6 +14,8 @@ from argparse import Namespace
 from fairseq import criterions
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from fairseq_tree.utils.signatures import accepted
+
 logger = logging.getLogger(__name__)
 
 FAIRSEQ_DEFAULT_CRITERION = "cross_entropy"
@@ -35,8 +37,9 @@ def _config_of(name: str, cfg):
     node._name = name  # fairseq's registry builds by this field
     root = cfg._get_root() if isinstance(cfg, DictConfig) else None
     if root is not None and root is not cfg and "criterion" in root:
-        with open_dict(root):
-            root.criterion = node
+        with open_dict(root):  # omegaconf 2.0 (fairseq 0.12.2) keeps the old node's type unless it is deleted first
+            del root["criterion"]
+            root["criterion"] = node
         return root.criterion
     return node
 
@@ -59,8 +62,8 @@ class CriterionCheck:
             logger.info("%s: --criterion %s (the task's default; fairseq's default %s does not fit its models)",
                         task, self.DEFAULT_CRITERION, FAIRSEQ_DEFAULT_CRITERION)
             return criterions.build_criterion(_config_of(self.DEFAULT_CRITERION, cfg), self,
-                                              from_checkpoint=from_checkpoint)
-        return super().build_criterion(cfg, from_checkpoint=from_checkpoint)
+                                              **accepted(criterions.build_criterion, from_checkpoint=from_checkpoint))
+        return super().build_criterion(cfg, **accepted(super().build_criterion, from_checkpoint=from_checkpoint))
 
 
 __all__ = ["CriterionCheck", "criterion_name"]

@@ -100,6 +100,12 @@ class TreeClassificationTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask
         return self.src_dict
 
     @property
+    def target_dictionary(self):
+        """None: the targets are classes (fairseq 0.12.2's base raises NotImplementedError here, which
+        ``FairseqCriterion.__init__``'s ``hasattr`` does not catch)."""
+        return None
+
+    @property
     def label_dictionary(self):
         return self.label_dict
 
