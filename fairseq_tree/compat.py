@@ -53,6 +53,7 @@ def apply() -> None:
     if os.environ.get(leftovers.ENV) == "1":
         leftovers.patch_fairseq_batch_by_size()
 
+
 def _stop_prefetch_threads_at_exit() -> None:
     from fairseq.data import iterators
 
@@ -80,6 +81,7 @@ def _stop_prefetch_threads_at_exit() -> None:
     consumer.run = run
     consumer._fairseq_tree_stoppable = True
     atexit.register(_join_prefetch_threads)
+
 
 def _join_prefetch_threads(timeout: float = 60.0) -> None:
     from fairseq.data.iterators import BackgroundConsumer

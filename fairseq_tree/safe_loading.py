@@ -64,8 +64,8 @@ def trusted(path) -> bool:
 
 def refusal(path, error: Exception) -> UnsafeCheckpointError:
     """The error for a file the safe unpickler refused: the global it named, the file, the opt-out."""
-    m = re.search(r"GLOBAL (\S+)", str(error)) or re.search(r"Unsupported (?:global|operand)[^\n]*", str(error))
-    what = m.group(1) if m and m.groups() else (m.group(0) if m else str(error).splitlines()[0])
+    m = re.search(r"GLOBAL (\S+)", str(error))
+    what = m.group(1) if m else str(error).splitlines()[0]
     return UnsafeCheckpointError(
         f"{path}: refused by safe loading (weights_only=True): it holds {what}, which is not in fairseq-tree's "
         f"allowlist of checkpoint contents (fairseq_tree.safe_loading.allowlist). Loading it could run code. "
@@ -87,15 +87,23 @@ def _full_pickle_for_this_call():
             os.environ[key] = old
 
 
+def refused_a_global(error: Exception) -> bool:
+    """Whether torch's weights_only unpickler refused a global (not a damaged file)."""
+    return "GLOBAL" in str(error) or "Unsupported global" in str(error)
+
+
 def load(path, map_location="cpu"):
     """``torch.load`` of a fairseq checkpoint with ``weights_only=True`` and :func:`allowlist` (full pickle only
-    for a file listed in ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``). UnsafeCheckpointError names a refused file."""
+    for a file listed in ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``). UnsafeCheckpointError names a refused file; a
+    damaged file raises torch's own error."""
     if trusted(path):
         return torch.load(path, map_location=map_location, weights_only=False)
+    register()  # (torch's safe_globals context manager would remove the allowlist on exit, for every caller)
     try:
-        with torch.serialization.safe_globals(allowlist()):
-            return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
+        if not refused_a_global(e):
+            raise
         raise refusal(path, e) from None
 
 
@@ -116,7 +124,7 @@ def guard_fairseq_loader() -> None:
         try:
             return original(path, *args, **kwargs)
         except pickle.UnpicklingError as e:
-            if isinstance(e, UnsafeCheckpointError):
+            if isinstance(e, UnsafeCheckpointError) or not refused_a_global(e):
                 raise
             raise refusal(path, e) from None
 

@@ -12,6 +12,7 @@ UPDATES=${2:-60}
 DEVICE=${3:-cpu}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
+export FAIRSEQ_TREE_KEEP_LEFTOVERS=1  # both tasks batch every sentence: the same batches for both models
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 source "$REPO/scripts/multi30k_flags.sh"

@@ -36,6 +36,9 @@ PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
 # the CLIs (fairseq-train, fairseq-generate, fairseq-tree-average) of the same environment as $PY, venv or not
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+# every run batches every sentence (fairseq's translation task too, by the plugin's opt-in): with
+# --tree-batch-by leaves the tree2seq and transformer runs then see the same batches, as in RESULTS.md
+export FAIRSEQ_TREE_KEEP_LEFTOVERS=1
 recorded() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['command'].get(sys.argv[2]) or '')" \
   "$BIN/preprocess.json" "$1"; }
 M30K=${M30K:-$(dirname "$(recorded trainpref)")}

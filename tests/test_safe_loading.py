@@ -88,6 +88,8 @@ def test_library_load_refuses_and_names_file_and_opt_out(files):
         safe_loading.load(evil)
     assert str(evil) in str(e.value) and safe_loading.TRUST_ENV in str(e.value) and not marker.exists()
     assert safe_loading.load(good)["model"]  # a real checkpoint loads
+    # and the allowlist stays registered for fairseq's own loads afterwards (torch.load's default: weights_only)
+    assert torch.load(good)["model"].keys() == safe_loading.load(good)["model"].keys()
 
 
 def test_trusted_file_opt_out_loads_that_file_only(files, tmp_path, monkeypatch):

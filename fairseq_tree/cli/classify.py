@@ -32,7 +32,6 @@ logger = logging.getLogger("fairseq_tree.classify")
 
 
 def get_parser() -> argparse.ArgumentParser:
-
     p = argparse.ArgumentParser(prog="fairseq-tree-classify",
                                 description="Classify sentences (trees or raw text) with a tree_classification "
                                             "checkpoint; score them against gold labels.")
@@ -64,6 +63,7 @@ def get_parser() -> argparse.ArgumentParser:
     add_backend_args(p, device=False)  # --device above serves the parser too
     return p
 
+
 def read_lines(path: str) -> Iterable[Tuple[int, str]]:
     """(line number, stripped text) of every line; an empty or undecodable line is a ``ValueError`` FILE:LINE."""
 
@@ -73,6 +73,7 @@ def read_lines(path: str) -> Iterable[Tuple[int, str]]:
                 yield lineno, check_line(decode_line(raw.rstrip(b"\r\n")))
             except InputError as e:
                 raise ValueError(f"{path}:{lineno}: {e.message}") from None
+
 
 def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
     labels = []
@@ -88,6 +89,7 @@ def _gold_labels(path: str, scheme, count: int, input_path: str) -> List[str]:
                          "(labels and input must be parallel)")
     return labels
 
+
 def _parse_raw(path: str, lines, args) -> List[str]:
     """Tokenize and parse raw lines with the preprocessing backends -> bracketed trees; errors FILE:LINE."""
 
@@ -96,6 +98,7 @@ def _parse_raw(path: str, lines, args) -> List[str]:
         return parse([text for _, text in lines], args.parse_batch_size)
     except ParseError as e:
         raise ValueError(f"{path}:{lines[e.index][0]}: parser failed: {e.message}") from None
+
 
 def read_examples(clf, args, scheme):
     """The examples of ``args.input`` (see the module docstring); ``ValueError`` FILE:LINE on bad input."""
@@ -112,6 +115,7 @@ def read_examples(clf, args, scheme):
     logger.info("%s: %d sentences (%s)", args.input, len(examples), fmt)
     return examples
 
+
 def format_attention(share: dict) -> str:
     rows = [f"attention mass on nodes, % (the rest on leaves); nodes are {share['key_nodes_pct']}% of the keys",
             "layer     " + "".join(f"{g + ' queries':>15}" for g in share["overall"])]
@@ -120,8 +124,8 @@ def format_attention(share: dict) -> str:
     rows.append(f"{'overall':<10}" + "".join(f"{v:>15.2f}" for v in share["overall"].values()))
     return "\n".join(rows)
 
-def main(argv=None) -> dict:
 
+def main(argv=None) -> dict:
     args = get_parser().parse_args(argv)
     clf = Classifier(args.path, data=args.data, device=args.device, max_tokens=args.max_tokens,
                      batch_size=args.batch_size)
@@ -141,6 +145,7 @@ def main(argv=None) -> dict:
     if scores:
         print(json.dumps(scores))
     return scores
+
 
 def cli_main() -> int:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,

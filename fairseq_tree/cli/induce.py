@@ -56,13 +56,14 @@ def parse_opts(items: List[str]) -> Dict[str, object]:
             out[key] = value  # a bare string such as method=greedy
     return out
 
-def _is_tree(heads) -> bool:
 
+def _is_tree(heads) -> bool:
     try:
         check_heads(heads)
         return True
     except ValueError:
         return False
+
 
 def format_table(result: dict) -> str:
     rows = [("model", result["model"])] + [(name, b) for name, b in result["baselines"].items()
@@ -85,8 +86,8 @@ def format_table(result: dict) -> str:
                      f"over {result['perplexity']['words']} words")
     return "\n".join(lines)
 
-def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str, torch.Tensor]) -> List[str]:
 
+def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str, torch.Tensor]) -> List[str]:
     os.makedirs(out_dir, exist_ok=True)
     written = []
     priors = {name: m for name, m in maps.items() if name.startswith("prior_layer")}
@@ -103,8 +104,8 @@ def plot_sentence(out_dir: str, k: int, words: List[str], spans, maps: Dict[str,
     written.append(path)
     return written
 
-def main(args) -> dict:
 
+def main(args) -> dict:
     t0 = time.time()
     gold = U.read_gold(args.treebank, args.deps, lowercase=not args.keep_case, digits=not args.keep_digits)
     model, task = load(args.path, args.data, args.device)
@@ -158,6 +159,7 @@ def main(args) -> dict:
     print(format_table(result))
     return result
 
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fairseq-tree-induce", description=__doc__.split("\n\n")[0])
     p.add_argument("--path", required=True, help="tree_induction checkpoint (constituent_transformer, structformer)")
@@ -175,6 +177,7 @@ def get_parser() -> argparse.ArgumentParser:
                    help="perplexity only (the plain mlm_transformer baseline, which induces nothing)")
     p.add_argument("--device", default="cpu")
     return p
+
 
 def cli_main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,

@@ -50,6 +50,7 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
     g.add_argument("--stanza-batch-size", type=int, default=64, metavar="N",
                    help="sentences per stanza constituency batch")
 
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fairseq-tree-preprocess",
@@ -139,6 +140,7 @@ def get_parser() -> argparse.ArgumentParser:
     add_launcher_args(p)
     return p
 
+
 def check_shard_args(args, parser: argparse.ArgumentParser) -> None:
     """--num-shards / --shard-id / --dict-only / --launcher combinations."""
     if args.num_shards is not None and args.num_shards < 1:
@@ -152,6 +154,7 @@ def check_shard_args(args, parser: argparse.ArgumentParser) -> None:
         parser.error("--dict-only is the first pass before the --shard-id runs: give it without --num-shards")
     if args.jobs is not None and args.jobs < 1:
         parser.error("--jobs must be positive")
+
 
 def check_task_args(args, parser: argparse.ArgumentParser) -> None:
     """Resolve the defaults that depend on --task / --labels; refuse flags that do not fit."""
@@ -175,11 +178,11 @@ def check_task_args(args, parser: argparse.ArgumentParser) -> None:
         else:
             args.target_lang = args.target_lang or "label"
         try:
-
             ClassScheme.make(args.num_classes, args.class_names, args.binary)
         except ValueError as e:
             parser.error(str(e))
     args.parser = args.parser or "stanza"
+
 
 def cli_main(argv=None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -52,6 +52,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--cutoff-len", type=int, default=40, help="length cut-off of EVALB's second block (default 40)")
     return p
 
+
 def run(args) -> dict:
     """Score as ``args`` say; print the summary and the JSON line; return the JSON object."""
 
@@ -75,12 +76,14 @@ def run(args) -> dict:
     print(json.dumps(result))
     return result
 
+
 def main(argv=None) -> dict:
     args = get_parser().parse_args(argv)
     try:
         return run(args)
     except (TreeFormatError, ValueError, OSError) as e:
         raise SystemExit(f"fairseq-tree-score: {e}") from e
+
 
 def cli_main() -> None:
     main()

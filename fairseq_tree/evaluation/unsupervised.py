@@ -89,9 +89,11 @@ def _check_spans(spans: Sequence[Span], n: int, k: int) -> None:
         if not 0 <= i < j <= n:
             raise ValueError(f"sentence {k}: predicted span {(i, j)} out of range for {n} words")
 
+
 def scored_spans(spans: Iterable[Span], n: int) -> set:
     """The set UF1 compares: distinct spans of length >= 2 without the whole-sentence span."""
     return {(i, j) for i, j in spans if j - i >= 2 and (i, j) != (0, n)}
+
 
 def sentence_f1(gold: set, pred: set) -> float:
     """F1 of two span sets (fractions, not percent); 1 when both are empty."""
@@ -102,6 +104,7 @@ def sentence_f1(gold: set, pred: set) -> float:
         return 0.0
     p, r = overlap / len(pred), overlap / len(gold)
     return 2 * p * r / (p + r)
+
 
 def uf1(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]]) -> Dict[str, float]:
     """Unlabeled F1 with the rules of the module docstring. ``pred_spans[k]`` are half-open word spans of
@@ -131,6 +134,7 @@ def uf1(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]]) -> D
             "corpus_precision": 100.0 * prec, "corpus_recall": 100.0 * rec,
             "sentences": scored, "skipped": len(gold) - scored}
 
+
 def label_recall(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]],
                  include_sentence_span: bool = False) -> Dict[str, Dict[str, float]]:
     """Per-label recall (module docstring): ``{label: {"recall": percent, "matched": m, "gold": g}}`` for
@@ -156,6 +160,7 @@ def undirected_edges(heads: Sequence[int]) -> set:
     """The set of undirected edges ``{i, heads[i-1]}`` (words 1-based, 0 the root) of one sentence."""
     return {frozenset((d, h)) for d, h in enumerate(heads, 1)}
 
+
 def attachment(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequence[int]]) -> Dict[str, float]:
     """UAS / UUAS in percent over the kept words (rules in the module docstring: UUAS compares undirected edge
     sets), and the counts ``words``, ``uas_correct``, ``uuas_correct``."""
@@ -176,9 +181,11 @@ def left_branching(n: int) -> List[Span]:
     """((w1 w2) w3) ..: spans (0, 2) .. (0, n) in post-order."""
     return [(0, j) for j in range(2, n + 1)]
 
+
 def right_branching(n: int) -> List[Span]:
     """.. (w_{n-2} (w_{n-1} w_n)): spans (n-2, n) .. (0, n) in post-order."""
     return [(i, n) for i in range(n - 2, -1, -1)]
+
 
 def balanced(n: int, split: str = BALANCED_SPLIT) -> List[Span]:
     """Top-down halving: (i, j) splits after ceil((j-i)/2) words (``split="floor"``: floor). Post-order."""
@@ -205,17 +212,21 @@ def trivial_tree(tree: "Tree", shape: str, split: str = BALANCED_SPLIT) -> "Tree
     spans = balanced(len(tree), split) if shape == "balanced" else TRIVIAL_SHAPES[shape](len(tree))
     return Tree(tree.words, tree.tags, ["X"] * len(spans), spans)
 
+
 def random_tree(n: int, rng: np.random.RandomState) -> List[Span]:
     """Binary tree from n - 1 uniform random syntactic distances (split at the largest). Post-order."""
     return distances_to_tree(rng.rand(max(n - 1, 0)).tolist()) if n >= 2 else []
+
 
 def left_chain_heads(n: int) -> List[int]:
     """Each word headed by its left neighbour; word 1 is the root."""
     return list(range(n))
 
+
 def right_chain_heads(n: int) -> List[int]:
     """Each word headed by its right neighbour; word n is the root."""
     return list(range(2, n + 1)) + [0] if n else []
+
 
 def baseline_scores(gold: Sequence[GoldSentence], seeds: Sequence[int] = RANDOM_SEEDS,
                     balanced_split: str = BALANCED_SPLIT) -> Dict[str, Dict[str, float]]:
@@ -240,6 +251,7 @@ def baseline_scores(gold: Sequence[GoldSentence], seeds: Sequence[int] = RANDOM_
         out["left_chain"] = attachment(heads, [left_chain_heads(n) for n in lengths])
         out["right_chain"] = attachment(heads, [right_chain_heads(n) for n in lengths])
     return out
+
 
 def evaluate(gold: Sequence[GoldSentence], pred_spans: Optional[Sequence[Sequence[Span]]] = None,
              pred_heads: Optional[Sequence[Sequence[int]]] = None) -> Dict[str, object]:
@@ -266,10 +278,12 @@ def kept_leaves(gold: GoldSentence, n: int) -> List[int]:
         return list(gold.positions)
     raise ValueError(f"{n} tokens, but the gold sentence has {len(gold)} words ({gold.tokens} tokens in all)")
 
+
 def _check_words(gold: GoldSentence, words: Sequence[str]) -> None:
     for k, (a, b) in enumerate(zip(words, gold.raw_words), 1):
         if not same_token(a, b):
             raise ValueError(f"word {k} is {a!r}, the gold's is {b!r}")
+
 
 def spans_over_words(gold: GoldSentence, tree) -> List[Span]:
     """A predicted tree (``bracket_f1.evalb_tree(raw, bare_leaves=True)``: leaves bare or ``(TAG word)``) -> its
@@ -283,12 +297,14 @@ def spans_over_words(gold: GoldSentence, tree) -> List[Span]:
         before.append(before[-1] + (k in kept))
     return post_order((before[s], before[e]) for s, e, _ in tree.spans if before[e] - before[s] >= 2)
 
+
 def heads_over_words(gold: GoldSentence, dep) -> List[int]:
     """A predicted dependency tree (a ``trees.Tree`` read by ``read_conllu``) -> heads over the gold words: its tokens
     chosen by :func:`kept_leaves`, a head outside them climbing to the nearest kept ancestor (:func:`project_heads`)."""
     keep = kept_leaves(gold, len(dep.words))
     _check_words(gold, [dep.words[k] for k in keep])
     return project_heads(dep.heads, keep)
+
 
 def score_files(gold_path: str, pred_path: Optional[str] = None, gold_dep: Optional[str] = None,
                 pred_dep: Optional[str] = None) -> Dict[str, object]:
@@ -334,6 +350,7 @@ def score_files(gold_path: str, pred_path: Optional[str] = None, gold_dep: Optio
         a = attachment([g.heads for g in gold], [heads.get(g.index, []) for g in gold])
         out.update(uas=a["uas"], uuas=a["uuas"], dep_words=a["words"])
     return out
+
 
 def format_unsupervised(r: Dict[str, object]) -> str:
     """The summary block of :func:`score_files`, in EVALB's layout."""

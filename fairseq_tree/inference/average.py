@@ -24,6 +24,7 @@ _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 class CheckpointError(ValueError):
     """An input that cannot be averaged; the message names the file."""
 
+
 def last_checkpoints(directory: str, n: int, by: str = "update", upper_bound: Optional[int] = None) -> List[str]:
     """-> the paths of the ``n`` checkpoints of ``directory`` with the highest epoch (``by='epoch'``:
     ``checkpointE.pt``) or update number (``by='update'``: ``checkpoint_E_U.pt``), at most ``upper_bound``,
@@ -42,6 +43,7 @@ def last_checkpoints(directory: str, n: int, by: str = "update", upper_bound: Op
                               f"{n} asked for")
     return [path for _, path in sorted(found, reverse=True)[:n]]
 
+
 def _load(path: str) -> dict:
     try:
         state = safe_loading.load(path)
@@ -52,6 +54,7 @@ def _load(path: str) -> dict:
     if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
         raise CheckpointError(f"{path}: no 'model' state dict (not a fairseq checkpoint)")
     return state
+
 
 def average_checkpoints(paths: Sequence[str]) -> dict:
     """-> the first checkpoint of ``paths`` with its ``model`` replaced by the mean over all of them.
@@ -77,6 +80,7 @@ def average_checkpoints(paths: Sequence[str]) -> dict:
     first["model"] = {k: (s / n if s.is_floating_point() else s // n).to(ref[k].dtype) for k, s in sums.items()}
     first["averaged_from"] = [str(p) for p in paths]
     return first
+
 
 def save_atomic(state: dict, output: str) -> None:
     """torch.save through :func:`~fairseq_tree.trees.io.atomic_path` (creating the directory): never a

@@ -54,6 +54,7 @@ class Example:
     item: dict
     gold: Optional[int]
 
+
 class Classifier:
     """A loaded checkpoint. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here); batches
     hold at most ``max_tokens`` padded leaves + nodes and ``batch_size`` sentences."""
@@ -188,6 +189,7 @@ class Classifier:
                 "layers": [dict(zip(QUERY_GROUPS, np.round(row, 2).tolist())) for row in pct],
                 "overall": dict(zip(QUERY_GROUPS, np.round(overall, 2).tolist()))}
 
+
 def _unit_counts(out: dict, batch: dict, view: torch.Tensor) -> Tuple[int, int]:
     """Correct and scored labelled units (leaves and nodes) of one batch, predictions in the view."""
     logits, targets = unit_logits_and_targets({k: v.cpu() for k, v in out.items() if k in ("leaves", "nodes")},
@@ -195,6 +197,7 @@ def _unit_counts(out: dict, batch: dict, view: torch.Tensor) -> Tuple[int, int]:
     pred = (torch.softmax(logits.float(), -1) @ view).argmax(-1)
     labelled = targets.ne(NO_TARGET)
     return int((pred.eq(targets) & labelled).sum()), int(labelled.sum())
+
 
 def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Summed node shares and query counts [L, 3] (root, node, leaf queries) of one batch, and the numbers of
@@ -217,12 +220,14 @@ def _attention_counts(out: dict) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     keys = np.array([float(tree.leaf_mask.sum()), float(tree.node_mask.sum())])
     return sums, counts, keys
 
+
 class InputError(ValueError):
     """Bad input sentence number ``index`` (0-based) of a list: the CLI names its file and line."""
 
     def __init__(self, index: int, message: str):
         super().__init__(f"sentence {index + 1}: {message}")
         self.index, self.message = index, message
+
 
 def detect_format(text: str, scheme: ClassScheme) -> str:
     """``sst`` (a class-labelled tree), ``brackets`` (a syntactic tree) or ``raw`` (text), from one sentence."""
@@ -234,6 +239,7 @@ def detect_format(text: str, scheme: ClassScheme) -> str:
         return "sst"
     except TreeFormatError:
         return "brackets"
+
 
 def examples_from_texts(clf: Classifier, texts: Sequence[str], scheme: ClassScheme, input_format: str = "auto",
                         parse: Optional[Callable[[List[str]], List[str]]] = None,

@@ -52,6 +52,7 @@ def checkpoint_path(model_name_or_path: str, checkpoint_file: str) -> str:
         raise FileNotFoundError(f"{path}: no such checkpoint")
     return path
 
+
 def data_path(model_name_or_path: str, data_name_or_path: Optional[str]) -> Optional[str]:
     """fairseq's rule: a path starting with '.' is relative to the model directory."""
     if data_name_or_path is None:
@@ -60,8 +61,10 @@ def data_path(model_name_or_path: str, data_name_or_path: Optional[str]) -> Opti
         return os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
     return data_name_or_path
 
+
 def _as_list(sentences: Sentences):
     return ([sentences], True) if isinstance(sentences, str) else (list(sentences), False)
+
 
 class TreeGeneratorHubInterface(GeneratorHubInterface):
     """fairseq's generator hub with the tree side: inputs go through ``tree_translation``'s interactive path."""
@@ -92,13 +95,13 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
         text = self.tgt_dict.string(tokens, "@@ ")
         return self._detok.detokenize(text.split()) if text else text
 
+
 class ClassifierHubInterface:
     """``classify(sentences, binary=False) -> class names``. Sentences: raw text (tokenized and parsed with
     ``parser`` and its options, as ``fairseq-tree-classify --parser``), bracketed syntactic trees, or
     SST-format class-labelled trees (``input_format`` ``auto`` tells them apart as the CLI does)."""
 
     def __init__(self, classifier, parser: str = "stanza", tokenize: str = "moses", **parser_options):
-
         self.classifier = classifier
         self._parse = RawTextParser(parser, tokenize, "en", **parser_options)  # loads the parser on first raw text
 
@@ -111,13 +114,13 @@ class ClassifierHubInterface:
         return cls(clf, **kwargs)
 
     def classify(self, sentences: Sentences, binary: bool = False, input_format: str = "auto"):
-
         sentences, single = _as_list(sentences)
         scheme = self.classifier.scheme(binary)
         examples, _ = examples_from_texts(self.classifier, sentences, scheme, input_format, self._parse)
         preds, _ = self.classifier.predict(examples, binary)
         out = [scheme.classes[p] for p in preds]
         return out[0] if single else out
+
 
 class ParserHubInterface:
     """``parse(sentences, tags=None) -> [Tree]`` (``.to_brackets(one_word=True)``, ``.labeled_spans(one_word=True)``,
@@ -141,6 +144,7 @@ class ParserHubInterface:
         out = self.parser.parse(words, tags)
         return out[0] if single else out
 
+
 class InductionHubInterface:
     """``induce(sentences) -> [{"words", "spans", "tree", "heads"}]``: the unlabeled tree (half-open spans over the
     words, and one-line brackets with ``X`` labels) and, for StructFormer, each word's head (0 = root). Words are
@@ -162,7 +166,6 @@ class InductionHubInterface:
         return cls(model, task, device, batch_size)
 
     def induce(self, sentences, **opts):
-
         sentences, single = _as_list(sentences)
         raw = _tokenized(sentences, "none")
         lower = not getattr(self.task.cfg, "eval_keep_case", False)
@@ -174,11 +177,13 @@ class InductionHubInterface:
                for k, (w, s) in enumerate(zip(raw, spans))]
         return out[0] if single else out
 
+
 def _tokenized(sentences: Sequence, tokenize: str) -> List[List[str]]:
     """Token lists as given; strings split by the pipeline's tokenizer (``none``: on whitespace)."""
 
     tok = Tokenizer(tokenize, "en", ptb=True)
     return [list(s) if not isinstance(s, str) else tok(s) for s in sentences]
+
 
 class FromPretrained:
     """Model mixin (before fairseq's base class): ``Model.from_pretrained(model_name_or_path, checkpoint_file,

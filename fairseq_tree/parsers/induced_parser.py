@@ -43,6 +43,7 @@ def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_sp
     tree.check()
     return tree
 
+
 class InducedBackend(CheckpointBackend):
     def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
                  num_threads: Optional[int] = None, sort_by_length: bool = True):

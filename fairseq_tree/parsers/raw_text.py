@@ -12,17 +12,17 @@ from fairseq_tree.text.tokenize import Tokenizer
 class RawTextParser:
     """``parser(texts) -> one-line PTB brackets per text``. ``parser``: a backend name (``stanza``, ``lal``,
     ``induced``), built with ``options`` on first use (a caller that never sees raw text never loads it);
-    ``tokenize``: ``moses`` or ``none``; ``lang``: the tokenizer's language."""
+    ``tokenize``: ``moses`` or ``none``; ``tokenizer_lang``: the tokenizer's language (a backend's own language,
+    e.g. stanza's ``lang``, is one of ``options``)."""
 
-    def __init__(self, parser: str = "stanza", tokenize: str = "moses", lang: Optional[str] = "en", **options):
-
-        self.tokenize = Tokenizer(tokenize, lang, ptb=True)
+    def __init__(self, parser: str = "stanza", tokenize: str = "moses", tokenizer_lang: Optional[str] = "en",
+                 **options):
+        self.tokenize = Tokenizer(tokenize, tokenizer_lang, ptb=True)
         self._name, self._options, self._backend = parser, options, None
 
     @property
     def backend(self):
         if self._backend is None:
-
             self._backend = build_parser(self._name, **self._options)
         return self._backend
 

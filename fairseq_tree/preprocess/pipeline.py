@@ -54,6 +54,7 @@ def dataset_prefix(destdir: str, split: str, src: str, tgt: Optional[str], lang:
     """fairseq-preprocess's naming: ``{split}.{src}-{tgt}.{lang}`` (``tgt`` is ``None`` with --only-source)."""
     return os.path.join(destdir, f"{split}.{src}-{tgt}.{lang}")
 
+
 def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str], classification: bool = False
                     ) -> Dict[str, str]:
     base = dataset_prefix(destdir, split, src, tgt, src)
@@ -79,7 +80,6 @@ def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, i
     if todo:
         progress = Progress(name, sum(s.num_lines for s in todo))
         if launcher is not None:
-
             run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1],
                            lambda s: progress.update(s.num_lines))
         elif workers <= 1 or len(todo) == 1:
@@ -114,13 +114,16 @@ def _guarded_init(name: str, init: Callable, *args) -> None:
     except Exception as e:  # noqa: BLE001 (any failure: the message names it)
         _INIT_ERROR.append(PreprocessError(f"{name}: the worker could not start: {type(e).__name__}: {e}"))
 
+
 def _raise_init_error() -> None:
     if _INIT_ERROR:
         raise _INIT_ERROR[0]
 
+
 def _guarded_call(func: Callable, shard: Shard):
     _raise_init_error()
     return func(shard)
+
 
 def _fold(total: dict, meta: dict) -> dict:
     """Add a shard's meta into ``total`` in place: numbers summed, lists concatenated, dicts folded by key
@@ -134,6 +137,7 @@ def _fold(total: dict, meta: dict) -> dict:
             total[key] = total.get(key, 0) + value
     return total
 
+
 def _fingerprint(args, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "num_shards", "shard_id", "dict_only", "srcdict", "tgtdict", "labeldict", "joined_dictionary",
@@ -146,6 +150,7 @@ def _fingerprint(args, files: dict) -> str:
                      for split, roles in files.items()}
     desc["version"] = WORK_VERSION
     return hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()
+
 
 def _rate(n: int, seconds: float, workers: int) -> dict:
     """Throughput of a stage: summed worker seconds, and sentences/s over ``workers`` processes."""
@@ -221,7 +226,6 @@ def run(args) -> dict:
         if "train" not in by_split:
             raise PreprocessError("--bpe-merges needs --trainpref (BPE is learned on train only)")
         if not os.path.exists(os.path.join(workdir, "bpe.done")):
-
             t0 = time.perf_counter()
             words = Counter(by_split["train"].get("src_word_counts", {}))
             words.update(by_split["train"].get("tgt_word_counts", {}))
@@ -271,6 +275,7 @@ def run(args) -> dict:
             shutil.rmtree(launcher[0].folder, ignore_errors=True)
     return report
 
+
 def input_files(args, src: str, tgt_suffix: Optional[str], dict_only: bool) -> Dict[str, Dict[str, str]]:
     """``{split: {role: path}}`` of the given prefixes (roles src, tgt, trees); the training split alone with
     ``--dict-only``."""
@@ -289,6 +294,7 @@ def input_files(args, src: str, tgt_suffix: Optional[str], dict_only: bool) -> D
         raise PreprocessError("--dict-only builds the vocabularies of the training split: give --trainpref")
     return files
 
+
 def _launcher(args, destdir: str) -> Optional[tuple]:
     """``(submitit executor, jobs per pass)`` for ``--launcher``, or None for local worker processes."""
     if not getattr(args, "launcher", None):
@@ -297,6 +303,7 @@ def _launcher(args, destdir: str) -> Optional[tuple]:
     folder = args.launcher_dir or os.path.join(destdir, ".launcher")
     jobs = args.jobs or (args.num_shards if args.num_shards and args.shard_id is None else args.workers)
     return make_executor(args, folder), jobs
+
 
 def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> dict:
     """``--dict-only``'s preprocess.json: the vocabularies and what the training split gave them."""
@@ -312,12 +319,14 @@ def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> 
                                  "skipped_lines": skipped}},
             "wall_seconds": round(total, 3)}
 
+
 def classification_options(args) -> Optional[dict]:
     """The classification settings a worker needs (plain data), or None for translation."""
     if getattr(args, "task", "translation") != "classification":
         return None
     return {"labels": args.labels, "num_classes": args.num_classes, "class_names": args.class_names,
             "binary": args.binary, "node_inputs": args.node_inputs}
+
 
 def parser_options(args) -> dict:
     """The picklable keyword arguments of ``build_parser(args.parser, ...)`` (``{}`` for ``given``)."""
@@ -331,6 +340,7 @@ def parser_options(args) -> dict:
             "pretrain": args.stanza_pretrain, "model_dir": args.stanza_model_dir,
             "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device,
             "lang": getattr(args, "stanza_lang", "en")}
+
 
 def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_meta: dict) -> Dict[str, str]:
     """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt from the training split's folded bpe meta
@@ -371,6 +381,7 @@ def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_m
                                               for p in dict.fromkeys(paths.values())))
     return paths
 
+
 def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: Optional[str],
                   dict_paths: Dict[str, str], classification: bool = False) -> None:
     """Concatenate the work shards' datasets and trees: ``targets[split]`` lists ``(out_dir, shards)``, one
@@ -399,6 +410,7 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: 
             progress.update(1)
             progress.close()
 
+
 def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
     """Classification counts of a split (from its folded binarize meta): sentences per class, labelled nodes
     and leaves, lines dropped by the view (the neutral roots of --binary) with their line numbers."""
@@ -408,6 +420,7 @@ def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
             "labelled_nodes": stats["labelled_nodes"], "labelled_leaves": stats["labelled_leaves"],
             "filtered": len(filtered), "filtered_by_reason": dict(Counter(e["reason"] for e in filtered)),
             "filtered_lines": [e["line"] for e in filtered]}
+
 
 def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
     """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`)."""

@@ -38,6 +38,7 @@ TARGET_DTYPE = "int16"
 class PreprocessError(Exception):
     """A fatal input error; the message names the file and line."""
 
+
 @dataclass
 class Shard:
     split: str
@@ -49,6 +50,7 @@ class Shard:
     @property
     def name(self) -> str:
         return f"{self.split}.{self.index:05d}"
+
 
 @dataclass
 class StageConfig:
@@ -66,6 +68,7 @@ class StageConfig:
     parser_options: Dict
     parse_batch_size: int = 256
     classification: Optional[Dict] = None  # --task classification: pipeline.classification_options
+
 
 def class_scheme(options: Dict) -> ClassScheme:
     return ClassScheme.make(options["num_classes"], options["class_names"], options["binary"])
@@ -85,8 +88,10 @@ def read_lines(path: str, offset: int, count: int) -> List[bytes]:
             lines.append(line.rstrip(b"\r\n"))
     return lines
 
+
 def write_meta(path: str, meta: dict) -> None:
     atomic_write_text(path, json.dumps(meta))
+
 
 def tree_to_compact(tree: Tree) -> str:
     return "\t".join([
@@ -94,12 +99,14 @@ def tree_to_compact(tree: Tree) -> str:
         " ".join(map(str, tree.flat_spans())),
     ])
 
+
 def compact_to_tree(fields: List[str]) -> Tree:
     words = fields[0].split(" ")
     tags = fields[1].split(" ")
     labels = fields[2].split(" ") if fields[2] else []
     flat = [int(x) for x in fields[3].split(" ")] if fields[3] else []
     return Tree(words, tags, labels, list(zip(flat[0::2], flat[1::2])))
+
 
 class _Errors:
     """Collects skipped lines, or raises at the first error when on_error == 'fail'."""
@@ -137,15 +144,15 @@ def init_parse_worker(cfg: StageConfig) -> None:
     _STATE["src_tok"] = Tokenizer(cfg.tokenize, cfg.src_lang, ptb=True)
     _STATE["tgt_tok"] = Tokenizer(cfg.tokenize, cfg.tgt_lang) if cfg.tgt_lang else None
     if not given:
-
         _STATE["parser"] = build_parser(cfg.parser, **cfg.parser_options)
 
-def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
 
+def init_bpe_worker(cfg: StageConfig, codes_path: Optional[str]) -> None:
     _STATE.clear()
     _STATE["cfg"] = cfg
     _STATE["segment"] = Segmenter(codes_path)
     _STATE["pieces"] = PieceTable(_STATE["segment"])
+
 
 def init_binarize_worker(cfg: StageConfig, dict_paths: Dict[str, str]) -> None:
     from fairseq.data.dictionary import Dictionary
@@ -263,17 +270,20 @@ def parse_shard(shard: Shard) -> dict:
     write_meta(base + ".parsed.json", meta)
     return meta
 
+
 def _class_label(scheme: ClassScheme, text: str) -> str:
     try:
         return scheme.check_label(text)
     except ValueError as e:
         raise InputError("bad_label", str(e)) from None
 
+
 def _mismatch_message(leaves: List[str], tokens: List[str]) -> str:
     for j, (a, b) in enumerate(zip(leaves, tokens)):
         if a != b:
             return f"tree leaf {j + 1} is {a!r} but source token {j + 1} is {b!r}"
     return f"tree has {len(leaves)} leaves but the source has {len(tokens)} tokens"
+
 
 def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[object]:
     """Parse in calls of ``batch_size`` sentences of similar length (sorted by length over the whole list), results
@@ -285,6 +295,7 @@ def _run_parser(parser, sentences: List[List[str]], batch_size: int) -> List[obj
         for i, result in zip(idx, _parse_call(parser, [sentences[i] for i in idx])):
             out[i] = ParseError(i, result.message) if isinstance(result, ParseError) else result
     return out
+
 
 def _parse_call(parser, batch: List[List[str]]) -> List[object]:
     """``parser.parse_all(batch)``; for a backend with ``parse`` only, parse again after each ParseError."""
@@ -326,6 +337,7 @@ def bpe_shard(shard: Shard) -> dict:
             "counts": counts}
     write_meta(base + ".bpe.json", meta)
     return meta
+
 
 def _bpe_columns(shard: Shard, errors: "_Errors"):
     """Translation (or --only-source): every column of the shard at once -> ``.bpe.npz``; returns
@@ -382,6 +394,7 @@ def _bpe_columns(shard: Shard, errors: "_Errors"):
                   "labels": _count(arrays["nodes"], label_vocab.strings)}
     return int(keep.sum()), counts
 
+
 def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
     """Sentences within --max-positions and with target tokens [S] (bool); the others are reported in line
     order (source length first). ``no_tgt`` [S] marks targets with no token (None: no targets)."""
@@ -402,12 +415,14 @@ def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, errors: "_Errors"):
                        f"target has {tgt_len[i] + 1} tokens (with EOS) > --max-positions {cfg.max_positions}")
     return ~(bad_src | bad_tgt | no_tgt)
 
+
 def _count(ids, strings: List[str]) -> Dict[str, int]:
     """Occurrences of every string (``strings[i]`` for id ``i``) among ``ids`` (the absent ones left out)."""
     import numpy as np
 
     counts = np.bincount(ids, minlength=len(strings))
     return {strings[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+
 
 def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
     """Classification: one sentence at a time -> ``.bpe.tsv`` rows; returns (kept sentences, counts)."""
@@ -440,12 +455,14 @@ def _bpe_rows(shard: Shard, rows: List[List[str]], errors: "_Errors"):
     atomic_write_text(base + ".bpe.tsv", "".join(out))
     return len(out), {k: dict(v) for k, v in counts.items()}
 
+
 def _read_kept_parsed(path: str) -> List[List[str]]:
     """The fields of the rows of a ``.parsed.tsv`` not skipped in stage 1."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     rows = [line.split("\t") for line in lines if line]
     return [r for r in rows if not r[7]]
+
 
 def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
     """Every space-separated word of the given (non-empty) columns of all rows, concatenated."""
@@ -459,6 +476,7 @@ def _words_of(rows: List[List[str]], *columns: Optional[int]) -> List[str]:
 def shard_dataset_prefixes(workdir: str, shard: Shard) -> Dict[str, str]:
     base = os.path.join(workdir, shard.name)
     return {k: f"{base}.{k}" for k in ("leaves", "nodes", "spans", "tgt") + TARGET_KEYS}
+
 
 def binarize_shard(shard: Shard) -> dict:
     """The shard's ``.bpe.tsv`` -> its leaves, nodes, spans (and target, or class targets) datasets."""
@@ -477,6 +495,7 @@ def binarize_shard(shard: Shard) -> dict:
         meta["class_counts"] = class_counts
     write_meta(base + ".bin.json", meta)
     return meta
+
 
 def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]:
     """A ``.bpe.npz`` (:mod:`fairseq_tree.preprocess.columns`) -> the shard's datasets: every shard-local string is
@@ -507,6 +526,7 @@ def _binarize_translation(path: str, prefixes: Dict[str, str]) -> Dict[str, int]
         write_dataset(prefixes["tgt"], tgt, sizes + 1)
         stats.update(target_tokens=len(tgt), target_unk=int((tgt == dicts["tgt"].unk_index).sum()))
     return stats
+
 
 def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
     """One sentence at a time: the class targets need each tree. Returns (stats, class counts)."""
@@ -541,6 +561,7 @@ def _binarize_classification(rows: List[List[str]], prefixes: Dict[str, str]):
         for ext in (".bin", ".idx"):
             os.replace(prefixes[key] + ".tmp" + ext, prefixes[key] + ext)
     return dict(stats), dict(classify.class_counts)
+
 
 class _ClassTargets:
     """Binarize-stage classification: the node inputs and targets of one subword tree

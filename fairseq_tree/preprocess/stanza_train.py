@@ -119,6 +119,7 @@ def install_socket_guard() -> None:
     socket.getaddrinfo = refuse
     socket.create_connection = refuse
 
+
 def labeled_brackets(tree) -> collections.Counter:
     """Counter of (label, start, end) for every internal node except ROOT and preterminals (stanza Tree)."""
     out: collections.Counter = collections.Counter()
@@ -139,6 +140,7 @@ def labeled_brackets(tree) -> collections.Counter:
                 out[(node.label, start, pos)] += 1
     return out
 
+
 def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
     matched = n_gold = n_pred = 0
     tree_f1 = []
@@ -151,6 +153,7 @@ def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
     rec = matched / n_gold if n_gold else 0.0
     f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
     return {"precision": prec, "recall": rec, "f1": f1, "tree_f1": tree_f1, "trees": len(tree_f1)}
+
 
 class PyEvaluateParser:
     """Drop-in for ``stanza.server.parser_eval.EvaluateParser`` (CoreNLP/Java), only what training uses."""
@@ -176,6 +179,7 @@ class PyEvaluateParser:
               flush=True)
         return SimpleNamespace(f1=s["f1"], treeF1=s["tree_f1"], HasField=lambda name: False)
 
+
 def install_constituency_patches() -> None:
     import stanza.models.constituency.parser_training as parser_training
     import stanza.models.constituency.retagging as retagging
@@ -192,6 +196,7 @@ def install_constituency_patches() -> None:
         return pipeline_cls(*args, **kwargs)
 
     retagging.Pipeline = offline_pipeline
+
 
 def offline_run(which: str, args: List[str]) -> int:
     install_socket_guard()
@@ -244,9 +249,11 @@ def run_trainer(which: str, args: List[str], outdir: Path, log_path: Path, threa
         raise RuntimeError(f"stanza {which} training failed (exit {rc}); full log: {log_path}\n{tail}")
     return lines
 
+
 def _last_float(lines: List[str], pattern: str, agg=max) -> Optional[float]:
     vals = [float(m.group(1)) for line in lines for m in [re.search(pattern, line)] if m]
     return agg(vals) if vals else None
+
 
 def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
     """Parse the dev words with the finished pipeline; bracket F1, tag accuracy, speed."""
@@ -274,6 +281,7 @@ def evaluate(outdir: Path, dev: list, batch_size: int, device: str) -> dict:
             "sentences_per_second": round(len(sents) / t_parse, 1) if t_parse > 0 else None,
             "tokens_per_second": round(n_tok / t_parse, 1) if t_parse > 0 else None,
             "torch_threads": int(__import__("torch").get_num_threads())}
+
 
 def train(args: argparse.Namespace) -> dict:
     t_start = time.perf_counter()
@@ -405,6 +413,7 @@ def train(args: argparse.Namespace) -> dict:
     logger.info("done in %.1f s: %s", timing["total"], outdir)
     return info
 
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train",
                                 description=__doc__.split("\n\n")[0],
@@ -434,6 +443,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-eval", action="store_true", help="skip the end-to-end dev evaluation")
     p.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     return p
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -70,6 +70,7 @@ class TreeInductionConfig(FairseqDataclass):
         "help": "do not map words containing a digit to N (match the training text's normalisation)"})
     seed: int = II("common.seed")
 
+
 def score_batch(structure, gold) -> dict:
     """Counts of one validation batch, summed over batches by ``reduce_metrics``: ``f1_sum``/``f1_count``
     (sentence-level UF1), ``tp``/``pred``/``gold`` (corpus UF1), and with gold heads and induced heads
@@ -90,6 +91,7 @@ def score_batch(structure, gold) -> dict:
         att = attachment([g.heads for g in gold], structure.heads)  # UUAS over undirected edge sets
         out.update(uas_correct=att["uas_correct"], uuas_correct=att["uuas_correct"], dep_total=att["words"])
     return out
+
 
 @register_task("tree_induction", dataclass=TreeInductionConfig)
 class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
@@ -172,7 +174,6 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
         logger.info("%s: %d sentences", split, len(self.datasets[split]))
 
     def _treebank_tokens(self):
-
         gold = read_gold(self.cfg.eval_treebank, self.cfg.eval_deps, lowercase=not self.cfg.eval_keep_case,
                          digits=not self.cfg.eval_keep_digits)
         kept = [g for g in gold if len(g.words) >= 1]

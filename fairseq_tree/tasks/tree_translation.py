@@ -52,18 +52,17 @@ class TreeTranslationConfig(TranslationConfig):
         "help": "in data-parallel training, every N updates compare a checksum of the weights across ranks "
                 "and stop if they differ (fairseq checks nothing on CPU); 0 = off"})
 
+
 class _TreeInputParser:
     """fairseq-interactive input line -> subword tree (bracketed input, or raw text parsed on the fly),
     split with the data directory's BPE codes exactly as ``fairseq-tree-preprocess`` does."""
 
     def __init__(self, cfg: TreeTranslationConfig):
-
         codes = cfg.tree_bpe_codes or os.path.join(utils.split_paths(cfg.data)[0], "bpe.codes")
         self.segment = Segmenter(codes if os.path.exists(codes) else None)
         self.unary = cfg.tree_unary
         self.parse_raw = None
         if cfg.tree_input == "raw":
-
             self.parse_raw = RawTextParser(cfg.tree_parser, "moses", cfg.source_lang, model_dir=cfg.stanza_model_dir)
             self.parse_raw.backend  # noqa: B018  (load the parser now: a bad model fails before any input)
         elif cfg.tree_input != "brackets":
@@ -74,6 +73,7 @@ class _TreeInputParser:
         if self.parse_raw is not None:
             line = self.parse_raw([line])[0]
         return expand_subwords(tree_from_brackets(line, unary=self.unary), self.segment)
+
 
 @register_task("tree_translation", dataclass=TreeTranslationConfig)
 class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTask):
@@ -163,6 +163,7 @@ class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTas
         self._interactive.restore(sample["net_input"])
         return super().inference_step(generator, models, sample, prefix_tokens, constraints)
 
+
 def check_replica_sync(model, update: int) -> None:
     """All ranks must hold the same weights: compare a float64 checksum across ranks (gloo or nccl)."""
     import torch.distributed as dist
@@ -178,6 +179,7 @@ def check_replica_sync(model, update: int) -> None:
     if any(v != values[0] for v in values):
         raise RuntimeError(f"replicas diverged at update {update}: weight checksums per rank {values}")
     logger.info("update %d: weights identical on %d ranks (checksum %.10f)", update, len(values), values[0][0])
+
 
 class _ListDataset(list):
     @property

@@ -34,6 +34,7 @@ def learn_codes(word_counts: Counter, num_merges: int, out_path: str, min_freque
     with open(out_path, "w", encoding="utf-8") as out:
         learn_module.learn_bpe(vocab, out, num_merges, min_frequency=min_frequency, is_dict=True)
 
+
 class BatchBPE:
     """subword-nmt's ``encode`` (no glossaries, vocabulary or dropout) over many words at once.
 
@@ -204,6 +205,7 @@ class BatchBPE:
         ids = 3 * sym[sel]
         ids[offsets + lengths - 1] += np.where(bare, 2, 1)
         return index, lengths, ids
+
 
 class Segmenter:
     """``segmenter(word) -> pieces``; identity when ``codes_path`` is None.

@@ -88,7 +88,9 @@ evaluate() {  # run seed
       --beam 5 --batch-size 128 --remove-bpe "${DEV_FLAGS[@]}" > "$dir/$split.gen.tmp" 2>&1
     mv "$dir/$split.gen.tmp" "$dir/$split.gen"
   done
-  "$PY" -m fairseq_tree.cli.anchor_report "$dir" --reference "$M30K/test.$TGT" --lang "$TGT" > "$dir/result.json.tmp"
+  fairseq-tree-report translation "$dir" --reference "$M30K/test.$TGT" --lang "$TGT" --lowercase \
+    $([ "$1" != transformer ] && [ -f "$WORK/ckpt/$TGT/transformer_s$2/test.gen" ] \
+      && echo --baseline "$WORK/ckpt/$TGT/transformer_s$2") > "$dir/result.json.tmp"
   mv "$dir/result.json.tmp" "$dir/result.json"
 }
 for seed in $SEEDS; do

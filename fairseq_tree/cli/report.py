@@ -1,0 +1,77 @@
+"""``fairseq-tree-report``: results of finished runs from the files fairseq wrote, one JSON line per run.
+
+    fairseq-tree-report translation RUN_DIR [RUN_DIR ...] --reference raw/test.de --lang de --lowercase \\
+        [--baseline BASELINE_RUN_DIR]
+
+``translation``: a run directory holds ``train.log`` and ``test.gen`` (``fairseq-generate --remove-bpe`` on the
+test set; ``valid.gen`` too when present). Reported: fairseq's BLEU of each .gen (on the tokenized text, as
+fairseq prints it), sacreBLEU of the Moses-detokenized hypotheses against ``--reference`` (the raw text;
+``--lowercase`` for lowercased systems), its signature, the training's updates, epochs, minutes, device and
+validation losses, and with ``--baseline`` sacreBLEU's paired-bootstrap p-value against that run on the same test
+set. The library is :mod:`fairseq_tree.evaluation.translation_runs`.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from fairseq_tree.evaluation.translation_runs import (
+    RunError,
+    detokenize,
+    fairseq_bleu,
+    generate_lines,
+    paired_p,
+    sacrebleu_score,
+    training,
+)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fairseq-tree-report", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="kind", required=True)
+    t = sub.add_parser("translation", help="BLEU (fairseq's and sacreBLEU) and training of translation runs")
+    t.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    t.add_argument("--reference", required=True, help="the raw (untokenized) test references, one per line")
+    t.add_argument("--lang", required=True, help="target language (Moses detokenizer)")
+    t.add_argument("--lowercase", action="store_true", help="sacreBLEU -lc (for systems trained on lowercased text)")
+    t.add_argument("--baseline", metavar="RUN_DIR", help="a paired bootstrap against this run's test output")
+    t.add_argument("--bootstrap-samples", type=int, default=1000)
+    return p
+
+
+def translation(run: Path, refs, args) -> dict:
+    hyps = detokenize(generate_lines(run / "test.gen", "H"), args.lang)
+    bleu, signature = sacrebleu_score(hyps, refs, args.lowercase)
+    log = training(run / "train.log")
+    out = {"run": str(run), "test_fairseq_bleu": fairseq_bleu(run / "test.gen"), "test_sacrebleu": round(bleu, 2),
+           "sacrebleu_signature": signature, "updates": log.updates, "epochs": log.epochs,
+           "train_minutes": round(log.minutes, 1), "device": log.device,
+           "best_valid_loss": min(log.valid_losses) if log.valid_losses else None}
+    if (run / "valid.gen").is_file():
+        out["valid_fairseq_bleu"] = fairseq_bleu(run / "valid.gen")
+    if args.baseline:
+        base = detokenize(generate_lines(Path(args.baseline) / "test.gen", "H"), args.lang)
+        out["baseline"] = args.baseline
+        out["paired_p"] = paired_p(base, hyps, refs, args.bootstrap_samples, args.lowercase)
+    return out
+
+
+def main(argv=None) -> int:
+    args = get_parser().parse_args(argv)
+    try:
+        refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
+        for run in args.runs:
+            print(json.dumps(translation(Path(run), refs, args)))
+    except (RunError, OSError) as e:
+        print(f"fairseq-tree-report: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cli_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli_main()

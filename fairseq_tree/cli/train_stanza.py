@@ -1,0 +1,15 @@
+"""``fairseq-tree-train-stanza``: train stanza's tagger and constituency parser offline on a treebank.
+
+The library: :mod:`fairseq_tree.preprocess.stanza_train` (``fairseq-tree-train-stanza --help`` lists the options)."""
+
+import sys
+
+from fairseq_tree.preprocess.stanza_train import main as _main
+
+
+def cli_main() -> None:
+    sys.exit(_main(sys.argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    cli_main()
