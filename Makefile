@@ -37,10 +37,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 demo: $(STAMP)
-	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/demo.sh $(SHARED) $(WORK)
+	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/recipes/demo.sh $(SHARED) $(WORK)
 
 bench: $(STAMP)
-	$(BIN)/python scripts/bench_preprocess.py --quick
+	$(BIN)/python scripts/benchmarks/bench_preprocess.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -49,7 +49,7 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_stanza_models(tmp_path_factory):
     """Tiny stanza tagger + parser (junk trees, valid models) trained ONCE per session, offline, through
-    scripts/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path. Under
+    scripts/recipes/train_stanza_parser.sh on a slice of ../shared/data/ptb_sample; returns the OUTDIR Path. Under
     pytest-xdist (`make test`) the workers share one training: the first to take the lock trains, the others
     wait for it and reuse its models (marked complete by a stamp file: a failed training is redone, not reused)."""
     import shutil
@@ -73,8 +73,8 @@ def tiny_stanza_models(tmp_path_factory):
 
 
 def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
-    """scripts/train_stanza_parser.sh --size tiny on the first trees of ``ptb`` in the empty directory ``root`` ->
-    root/models."""
+    """scripts/recipes/train_stanza_parser.sh --size tiny on the first trees of ``ptb`` in the empty directory
+    ``root`` -> root/models."""
     import subprocess
 
     treebank, out = root / "treebank", root / "models"
@@ -84,7 +84,8 @@ def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
         with open(ptb / name, encoding="utf-8") as f:
             (treebank / name).write_text("".join(line for _, line in zip(range(n), f)), encoding="utf-8")
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "train_stanza_parser.sh"), str(treebank), str(out),
+    script = REPO / "scripts" / "recipes" / "train_stanza_parser.sh"
+    proc = subprocess.run(["bash", str(script), str(treebank), str(out),
                            "--size", "tiny", "-q"], cwd=str(REPO), env=env, capture_output=True, text=True,
                           timeout=600)
     if proc.returncode != 0:

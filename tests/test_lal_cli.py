@@ -1,5 +1,5 @@
 """End to end through the real CLIs: binarize 50 trees, fairseq-train lal_parser_tiny, fairseq-tree-parse
-(python -m fairseq_tree.cli.parse) reaches EVALB F1 > 95 on the training trees; the ``lal`` parser
+(fairseq-tree-parse) reaches EVALB F1 > 95 on the training trees; the ``lal`` parser
 backend of the preprocessing pipeline parses raw tokens with the checkpoint."""
 
 import json

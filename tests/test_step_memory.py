@@ -1,14 +1,9 @@
-"""scripts/step_memory.py: the benchmarks' peak memory of a call, checked against hand-counted tensor bytes."""
-
-import importlib.util
-from pathlib import Path
+"""fairseq_tree/utils/step_memory.py: the benchmarks' peak memory of a call, checked against hand-counted tensor
+bytes."""
 
 import torch
 
-SPEC = importlib.util.spec_from_file_location("step_memory", Path(__file__).resolve().parents[1] / "scripts" /
-                                              "step_memory.py")
-step_memory = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(step_memory)
+from fairseq_tree.utils import step_memory
 
 MIB = 2**20
 

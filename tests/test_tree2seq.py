@@ -241,7 +241,8 @@ def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
               "--max-update", "4", "--dropout", "0", "--criterion", "cross_entropy", "--seed", "3",
               "--num-workers", "0", "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple"]
     env_bin = dict(FAIRSEQ_TRAIN=str(BIN / "fairseq-train"))
-    dist = _sh("bash", REPO / "scripts" / "train_distributed_cpu.sh", "2", *common, "--check-replica-sync", "1",
+    script = REPO / "scripts" / "recipes" / "train_distributed_cpu.sh"
+    dist = _sh("bash", script, "2", *common, "--check-replica-sync", "1",
                "--save-dir", tmp_path / "dist", env=env_bin)
     assert "training on 2 devices" in dist
     assert dist.count("weights identical on 2 ranks") == 4  # logged by rank 0 (fairseq silences the others)
@@ -254,14 +255,11 @@ def test_distributed_cpu_equals_update_freq(data_bin, tmp_path):
 
 
 def test_attention_share_table4_with_uniform_cross_attention(data_bin):
-    """scripts/attention_share_tree2seq.py (paper Table 4). With every cross-attention query projection zeroed
+    """fairseq-tree-attention-share (paper Table 4). With every cross-attention query projection zeroed
     the attention is uniform over a sentence's m + n source positions, so Target->Nodes is the mean, over target
     tokens, of m / (m + n) of their sentence; Leaves/Nodes counts the positions of the binarized data."""
-    import importlib.util
+    from fairseq_tree.cli import attention_share as script
 
-    spec = importlib.util.spec_from_file_location("attention_share", REPO / "scripts" / "attention_share_tree2seq.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     task, model = build(data_bin)
     with torch.no_grad():
         for layer in model.decoder.layers:
@@ -374,7 +372,7 @@ def test_checkpoint_activations_same_loss_and_gradients(data_bin):
 
 
 def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
-    """scripts/tree2seq_table.py: BLEU per seed, mean ± sample sd, and the per-seed difference to the
+    """fairseq-tree-report tree2seq: BLEU per seed, mean ± sample sd, and the per-seed difference to the
     transformer of the same seed (hand-computed: 34.0 - 33.0 = +1.0, 35.0 - 35.0 = 0.0 -> +0.50 ± 0.71), its
     updates / minutes / device from the fairseq-train log (a resumed run's last count; its segments' minutes
     summed), F1 / UF1 from quality/SRC/scores.jsonl, the paired bootstrap p of each seed as sacreBLEU's CLI gives it."""
@@ -405,7 +403,7 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     q = tmp_path / "quality" / "lal"
     q.mkdir(parents=True)
     q.joinpath("scores.jsonl").write_text('{"f1": 77.81, "uf1": 81.49}\n{"f1": 80.81, "uf1": 83.02}\n')
-    out = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+    out = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "lal",
                           "--seeds", "1", "2"], capture_output=True, text=True, check=True).stdout
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in out.splitlines()
             if r.startswith("| transformer") or r.startswith("| tree2seq")}
@@ -425,13 +423,13 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
                                     "+0.50 ± 0.71", " / ".join(p), "4.111 / 4.121", "215", "1500 / 1500", "50.0",
                                     "cpu"]
     # --png: the same differences drawn against the trees' wsj22 UF1
-    subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal", "--seeds",
+    subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "lal", "--seeds",
                     "1", "2", "--png", tmp_path / "bleu_vs_uf1.png"], capture_output=True, check=True)
     assert (tmp_path / "bleu_vs_uf1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    no_base = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+    no_base = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "lal",
                               "--seeds", "1", "2", "--no-baseline"], capture_output=True, text=True, check=True).stdout
     assert "| transformer" not in no_base and "| 34.50 ± 0.71 | — |" in no_base
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+    proc = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "lal",
                            "--seeds", "1", "2", "--no-baseline", "--png", tmp_path / "x.png"], capture_output=True,
                           text=True)
     assert proc.returncode != 0 and "--png: no tree source has both paired seeds" in proc.stderr
@@ -444,17 +442,17 @@ def test_tree2seq_table_pairs_seeds_against_the_transformer(tmp_path):
     # killed at 1,000 updates (400 s), resumed from its checkpoint with the wall meter restarted: 400 + 200 s
     (d / "train.log").write_text("| num_updates 1000 | wall 400\nLoaded checkpoint checkpoint_last.pt\n"
                                  "| num_updates 1200, wall=100\n| num_updates 1500 | wall 200\n")
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "lal",
+    proc = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "lal",
                            "trivial", "--seeds", "1", "2"], capture_output=True, text=True, check=True)
     trivial = [r for r in proc.stdout.splitlines() if r.startswith("| tree2seq_trivial")][0]
     assert f"| 2 | 35.50 | 35.50 (one seed) | +0.50 (one seed) | {p[1]} | — | — | 1500 | 10.0 |" in trivial
     assert "ckpt/de/tree2seq_trivial: no run for seed(s) 1" in proc.stderr
     (d / "test.gen").write_text("Generate test with beam=5:\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
+    proc = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "trivial",
                            "--seeds", "1", "2"], capture_output=True, text=True)
     assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: no 'BLEU = ' line" in proc.stderr
     (d / "test.gen").unlink()
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "tree2seq_table.py", tmp_path, "--trees", "trivial",
+    proc = subprocess.run([BIN / "fairseq-tree-report", "tree2seq", tmp_path, "--trees", "trivial",
                            "--seeds", "1", "2"], capture_output=True, text=True)
     assert proc.returncode != 0 and "tree2seq_trivial_s2/test.gen: missing" in proc.stderr
 
@@ -503,7 +501,7 @@ def test_tree_batch_by_leaves_draws_the_transformers_batches(data_bin):
 
 
 def test_positions_matched_databin_appends_labels_and_batches_as_tree2seq(data_bin, tmp_path):
-    """scripts/make_positions_matched_databin.py: each source is its leaves then its node labels in post-order
+    """fairseq-tree-positions-matched: each source is its leaves then its node labels in post-order
     (hand-read from the PTB trees: "Volume totaled 11,390,000 shares ." has the split words' NN and CD nodes,
     then NP, VP, S; a one-word sentence split by BPE has its NNS node only), the target untouched;
     positions_matched_translation draws fairseq's translation batches by default (the leaves) and tree2seq's
@@ -511,7 +509,7 @@ def test_positions_matched_databin_appends_labels_and_batches_as_tree2seq(data_b
     from fairseq.data import Dictionary, indexed_dataset
 
     pm = tmp_path / "pm"
-    run = subprocess.run([sys.executable, REPO / "scripts" / "make_positions_matched_databin.py", data_bin, pm],
+    run = subprocess.run([BIN / "fairseq-tree-positions-matched", data_bin, pm],
                          capture_output=True, text=True, check=True)
     assert "train: 64 sentences" in run.stderr and not (tmp_path / "pm.tmp").exists()
     vocab, words = Dictionary.load(str(pm / "dict.en.txt")), Dictionary.load(str(data_bin / "dict.en.txt"))

@@ -1,5 +1,5 @@
-"""scripts/train_tree2seq_multi30k.sh end to end on a Multi30k slice: a stanza-parsed en-de data-bin, the trivial
-tree source, en-de and en-fr, the transformer beside tree2seq, checkpoint averaging, beam search, sacreBLEU, the
+"""scripts/recipes/train_tree2seq_multi30k.sh end to end on a Multi30k slice: a stanza-parsed en-de data-bin, the
+trivial tree source, en-de and en-fr, the transformer beside tree2seq, checkpoint averaging, beam search, sacreBLEU, the
 trees' quality and the results table."""
 
 import re
@@ -38,7 +38,7 @@ def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
                     SAVE_EVERY="2", GEN_EXTRA="--max-len-a 0 --max-len-b 8",  # 4 updates: short outputs
                     TREE_EXTRA="--tree-batch-by leaves")
     proc = run_command("env", *(f"{k}={v}" for k, v in settings.items()),
-                       "bash", REPO / "scripts" / "train_tree2seq_multi30k.sh", bin_, work)
+                       "bash", REPO / "scripts" / "recipes" / "train_tree2seq_multi30k.sh", bin_, work)
 
     fr = work / "data-bin" / "stanza.en-fr"
     assert (fr / "dict.fr.txt").read_text() == (fr / "dict.en.txt").read_text()  # joint
@@ -63,7 +63,7 @@ def test_multi30k_recipe_trivial_trees_de_and_fr(tiny_stanza_models, tmp_path):
     assert rows[1][1:3] == ["— / 38.3", "— / 40.9"] and rows[0][1:3] == ["—", "—"]
 
     # a finished run is not retrained with other flags under its name: the rerun stops before any training
-    script = ("bash", REPO / "scripts" / "train_tree2seq_multi30k.sh", bin_, work)
+    script = ("bash", REPO / "scripts" / "recipes" / "train_tree2seq_multi30k.sh", bin_, work)
     other = {**settings, "TREE_EXTRA": ""}
     proc = subprocess.run(["env", *(f"{k}={v}" for k, v in other.items()), *map(str, script)],
                           capture_output=True, text=True, timeout=600)

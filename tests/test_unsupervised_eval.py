@@ -8,7 +8,7 @@ import nltk
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import SHARED
+from conftest import BIN, SHARED
 from fairseq.data import Dictionary
 from torch import nn
 
@@ -355,18 +355,17 @@ def test_plots_write_png(tmp_path):
 
 
 def test_parser_quality_right_branching_hand_computed(tmp_path):
-    """scripts/parser_quality.py --parser right: sentence 1 gold {NP (0,2), VP (2,4)}, right-branching {(1,4),
+    """fairseq-tree-parser-quality --parser right: sentence 1 gold {NP (0,2), VP (2,4)}, right-branching {(1,4),
     (2,4)}: F1 50; sentence 2 (the final '.' dropped by the rules) gold {VP (1,4), NP (2,4)}, predicted over the 5
     tokens {(1,5), (2,5), (3,5)} -> over the words {(1,4), (2,4)}: F1 100. UF1 75, corpus F1 3/4."""
     import json
-    import sys
 
-    from conftest import REPO, run_command
+    from conftest import run_command
 
     gold = tmp_path / "gold.mrg"
     gold.write_text("(S (NP (DT the) (NN dog)) (VP (VBD ran) (ADVP (RB fast))))\n"
                     "(S (NP (PRP I)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .))\n")
-    out = run_command(sys.executable, REPO / "scripts" / "parser_quality.py", "--parser", "right", "--gold", gold,
+    out = run_command(BIN / "fairseq-tree-parser-quality", "--parser", "right", "--gold", gold,
                       "--out", tmp_path / "out").stdout
     r = json.loads(out.strip().splitlines()[-1])
     assert r["sentences"] == 2 and r["f1"] is None
@@ -382,17 +381,16 @@ def test_parser_quality_right_branching_hand_computed(tmp_path):
     ("balanced", "(X (X (DT the) (JJ big)) (X (NN dog) (X (VBD ran) (RB fast))))"),
 ])
 def test_make_trivial_trees_shapes_keep_words_tags_and_empty_lines(tmp_path, shape, expected):
-    """scripts/make_trivial_trees.py: the tree2seq control's trees, written by hand for 5 words; the empty line of
+    """fairseq-tree-trivial-trees: the tree2seq control's trees, written by hand for 5 words; the empty line of
     a skipped pair stays empty (the corpus stays aligned)."""
-    import sys
 
-    from conftest import REPO, run_command
+    from conftest import run_command
 
     src = tmp_path / "in.trees"
     src.write_text("(ROOT (S (NP (DT the) (JJ big) (NN dog)) (VP (VBD ran) (ADVP (RB fast)))))\n\n"
                    "(ROOT (NP (NN dog)))\n")
     out = tmp_path / "out.trees"
-    run_command(sys.executable, REPO / "scripts" / "make_trivial_trees.py", src, out, "--shape", shape)
+    run_command(BIN / "fairseq-tree-trivial-trees", src, out, "--shape", shape)
     lines = out.read_text().split("\n")
     assert lines[0] == expected
     assert lines[1] == "" and len(lines) == 4 and lines[3] == ""

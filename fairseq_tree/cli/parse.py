@@ -1,7 +1,7 @@
 """``fairseq-tree-parse``: parse sentences with a trained ``lal_parser`` checkpoint, write brackets + CoNLL-U,
 score against gold, and draw label-to-word attention heat maps.
 
-    python -m fairseq_tree.cli.parse --path ckpt/checkpoint_best.pt --input wsj22.mrg \\
+    fairseq-tree-parse --path ckpt/checkpoint_best.pt --input wsj22.mrg \\
         --gold wsj22.mrg --gold-dep wsj22.sd.conll --output out/wsj22 [--plot] [--plot-sentence 3]
 
 ``--input``: ``.mrg``/``.trees`` (bracketed: words and POS tags are taken from it), ``.conllu``/``.conll``

@@ -39,7 +39,8 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
 
     g = p.add_argument_group("stanza")
     g.add_argument("--stanza-model-dir", metavar="DIR",
-                   help="a directory written by scripts/train_stanza_parser.sh (pos.pt, constituency.pt, pretrain.pt)")
+                   help="a directory written by scripts/recipes/train_stanza_parser.sh (pos.pt, constituency.pt, "
+                        "pretrain.pt)")
     g.add_argument("--stanza-pos-model", metavar="FILE")
     g.add_argument("--stanza-constituency-model", metavar="FILE")
     g.add_argument("--stanza-pretrain", metavar="FILE", help="word vectors (pretrain.pt) of both models")

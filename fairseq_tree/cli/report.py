@@ -1,7 +1,10 @@
-"""``fairseq-tree-report``: results of finished runs from the files fairseq wrote, one JSON line per run.
+"""``fairseq-tree-report``: results of finished runs from the files fairseq wrote (no model runs here).
 
     fairseq-tree-report translation RUN_DIR [RUN_DIR ...] --reference raw/test.de --lang de --lowercase \\
-        [--baseline BASELINE_RUN_DIR]
+        [--baseline BASELINE_RUN_DIR]                  # one JSON line per run
+    fairseq-tree-report tree2seq WORK --tgts de fr --trees stanza trivial   # scripts/recipes/train_tree2seq_multi30k.sh
+    fairseq-tree-report sst WORK                                            # scripts/recipes/train_sst.sh
+    fairseq-tree-report curves LOG [LOG ...] --names A B --metric uf1 --png curve.png
 
 ``translation``: a run directory holds ``train.log`` and ``test.gen`` (``fairseq-generate --remove-bpe`` on the
 test set; ``valid.gen`` too when present). Reported: fairseq's BLEU of each .gen (on the tokenized text, as
@@ -16,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from fairseq_tree.cli import report_curves, report_sst, report_tree2seq
 from fairseq_tree.evaluation.translation_runs import (
     RunError,
     detokenize,
@@ -25,6 +29,9 @@ from fairseq_tree.evaluation.translation_runs import (
     sacrebleu_score,
     training,
 )
+
+#: the recipes' result tables: ``fairseq-tree-report NAME --help`` lists each one's options
+TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves}
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -37,6 +44,8 @@ def get_parser() -> argparse.ArgumentParser:
     t.add_argument("--lowercase", action="store_true", help="sacreBLEU -lc (for systems trained on lowercased text)")
     t.add_argument("--baseline", metavar="RUN_DIR", help="a paired bootstrap against this run's test output")
     t.add_argument("--bootstrap-samples", type=int, default=1000)
+    for name, module in TABLES.items():
+        sub.add_parser(name, add_help=False, help=module.__doc__.split("\n\n")[0].replace("\n", " "))
     return p
 
 
@@ -58,6 +67,9 @@ def translation(run: Path, refs, args) -> dict:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in TABLES:  # the results tables of the recipes, with their own options
+        return TABLES[argv[0]].main(argv[1:]) or 0
     args = get_parser().parse_args(argv)
     try:
         refs = Path(args.reference).read_text(encoding="utf-8").splitlines()

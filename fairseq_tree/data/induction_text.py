@@ -12,7 +12,7 @@ induced trees are scored on, so both go through :func:`normalize_word` here.
 
 CLI (writes one file, reports counts on stderr)::
 
-    python -m fairseq_tree.data.induction_text --out train.txt --treebank train.mrg wsj22.mrg \\
+    fairseq-tree-induction-text --out train.txt --treebank train.mrg wsj22.mrg \\
         --text multi30k/train.en [--keep-case] [--keep-digits]
 """
 

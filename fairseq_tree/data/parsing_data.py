@@ -5,7 +5,7 @@ objects whose ``labeled_spans(one_word=True)`` keep one-word constituents, unary
 
 Binarizer::
 
-    python -m fairseq_tree.data.parsing_data --destdir data-bin/ptb \\
+    fairseq-tree-parsing-data --destdir data-bin/ptb \\
         --train train.mrg --train-dep train.conllu --valid wsj22.mrg --valid-dep wsj22.sd.conll
 
 writes into ``--destdir`` (MMap indexed datasets; read with ``data_utils.load_indexed_dataset(prefix, None)``):

@@ -3,7 +3,7 @@
 Models come from (first match wins, see :func:`resolve_stanza_models`):
 
 1. explicit paths ``pos_model`` / ``constituency_model`` / ``pretrain`` (missing ones are taken from ``model_dir``);
-2. ``model_dir``: a directory written by ``scripts/train_stanza_parser.sh`` (``pos.pt``, ``constituency.pt``,
+2. ``model_dir``: a directory written by ``scripts/recipes/train_stanza_parser.sh`` (``pos.pt``, ``constituency.pt``,
    ``pretrain.pt``, ``resources.json``);
 3. the stanza resources dir (``$STANZA_RESOURCES_DIR``, else ``~/stanza_resources``): either the layout of 2.,
    or stanza's own downloaded English default models;
@@ -34,7 +34,7 @@ LANG = "en"  # the default language; StanzaParser(lang=...) / --stanza-lang for 
 PROCESSORS = "tokenize,pos,constituency"
 MODEL_FILES = {"pos_model": "pos.pt", "constituency_model": "constituency.pt", "pretrain": "pretrain.pt"}
 TRAIN_HINT = ("Train local models (offline, ~20 s tiny / ~12 min small on 2 cores) with\n"
-              "    scripts/train_stanza_parser.sh TREEBANK_DIR OUTDIR --size small\n"
+              "    scripts/recipes/train_stanza_parser.sh TREEBANK_DIR OUTDIR --size small\n"
               "and pass model_dir=OUTDIR (fairseq-tree-preprocess --stanza-model-dir OUTDIR), or allow downloading "
               "stanza's English models with download=True (--stanza-download, needs a network).")
 
@@ -112,7 +112,8 @@ def resolve_stanza_models(pos_model: Optional[str] = None, constituency_model: O
     if local:
         return {"source": "local", "resources_dir": str(res_dir.resolve()) if (res_dir / "resources.json").is_file()
                 else None, **local}
-    looked.append(f"{res_dir}/{{{','.join(MODEL_FILES.values())}}} (models trained by scripts/train_stanza_parser.sh)")
+    looked.append(f"{res_dir}/{{{','.join(MODEL_FILES.values())}}} "
+                  "(models trained by scripts/recipes/train_stanza_parser.sh)")
     default = _stanza_default_models(res_dir, lang)
     if default is None and download:
         import stanza

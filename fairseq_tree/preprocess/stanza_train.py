@@ -1,6 +1,6 @@
 """Train stanza's English POS tagger and constituency parser on a local treebank, fully offline.
 
-    python -m fairseq_tree.preprocess.stanza_train TREEBANK_DIR OUTDIR [--size tiny|small|base] [--max-train N] ...
+    fairseq-tree-train-stanza TREEBANK_DIR OUTDIR [--size tiny|small|base] [--max-train N] ...
 
 Steps (progress is logged to stderr, the trainers' full output goes to OUTDIR/logs/):
 
@@ -66,7 +66,7 @@ from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
 logger = logging.getLogger("stanza_train")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# internal: python -m fairseq_tree.preprocess.stanza_train --_offline-run {tagger,constituency} ARGS
+# internal: fairseq-tree-train-stanza --_offline-run {tagger,constituency} ARGS
 OFFLINE_RUN = "--_offline-run"
 RESOURCES_JSON = {"en": {"lang_name": "English"}}
 
@@ -415,7 +415,7 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fairseq_tree.preprocess.stanza_train",
+    p = argparse.ArgumentParser(prog="fairseq-tree-train-stanza",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("treebank", metavar="TREEBANK_DIR", help="directory of *.mrg bracket files (or one file)")

@@ -1,7 +1,7 @@
 """Task ``constituency_parsing``: supervised constituency (+ dependency) parsing, the LAL parser's task
 (Mrini et al. 2020).
 
-Data: a directory written by ``python -m fairseq_tree.data.parsing_data`` (see that module for the files).
+Data: a directory written by ``fairseq-tree-parsing-data`` (see that module for the files).
 Dependencies are used when ``{split}.heads``/``.rels`` exist. Validation decodes (CKY + Eisner) and logs
 labeled span F1 (``f1``, raw labeled spans, no EVALB rules: for model selection) and UAS (``uas``, all
 tokens): train with ``--best-checkpoint-metric f1 --maximize-best-checkpoint-metric``. Exact EVALB scores
@@ -49,7 +49,7 @@ class ConstituencyParsingTask(KeepsLeftoverSentences, CriterionCheck, FairseqTas
         for k in DICTS:
             path = os.path.join(data, f"dict.{k}.txt")
             if not os.path.exists(path):
-                raise FileNotFoundError(f"{path}: missing (run python -m fairseq_tree.data.parsing_data)")
+                raise FileNotFoundError(f"{path}: missing (run fairseq-tree-parsing-data)")
             dicts[k] = Dictionary.load(path)
         return dicts
 

@@ -1,5 +1,5 @@
 """Task ``positions_matched_translation``: fairseq's translation on a positions-matched data-bin (written by
-``scripts/make_positions_matched_databin.py`` from a tree data-bin: each source is its n leaves followed by its
+``fairseq-tree-positions-matched`` from a tree data-bin: each source is its n leaves followed by its
 m node labels as tokens), batched as tree2seq's ``--tree-batch-by`` is: by the leaves (the default: the very
 batches fairseq's translation task draws from the words alone, and tree2seq's with ``--tree-batch-by leaves``)
 or by all n + m positions. A control for what the trees buy: as many encoder positions and the same labels as
@@ -41,7 +41,7 @@ class PositionsMatchedTranslationTask(KeepsLeftoverSentences, TranslationTask):
                                                          tgt=self.cfg.target_lang))
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: missing (write the data-bin with "
-                                    "scripts/make_positions_matched_databin.py)")
+                                    "fairseq-tree-positions-matched)")
         base = self.datasets[split]
         leaves = np.load(path)
         if len(leaves) != len(base) or (leaves > base.src_sizes).any():

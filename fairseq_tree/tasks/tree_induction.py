@@ -2,7 +2,7 @@
 StructFormer, Shen et al. 2021) and of the plain ``mlm_transformer`` baseline under the same data and loss.
 
 Data: ``fairseq-preprocess --only-source`` on plain text, one sentence of words per line (``dict.txt``,
-``{split}.bin/.idx``); ``python -m fairseq_tree.data.induction_text`` writes such text from treebanks and raw
+``{split}.bin/.idx``); ``fairseq-tree-induction-text`` writes such text from treebanks and raw
 text with the literature's normalisation. A ``fairseq-tree-preprocess --only-source`` directory works too (its
 leaves are read; run it without BPE for word-level trees). One sentence per sample, ``<s> w_1 .. w_n </s>``, never
 packed

@@ -40,7 +40,7 @@ class TreeTranslationConfig(TranslationConfig):
                 "tokenized and parsed on the fly with --tree-parser)"})
     tree_parser: str = field(default="stanza", metadata={"help": "parser backend for --tree-input raw"})
     stanza_model_dir: Optional[str] = field(default=None, metadata={
-        "help": "stanza models for --tree-input raw (a dir written by scripts/train_stanza_parser.sh)"})
+        "help": "stanza models for --tree-input raw (a dir written by scripts/recipes/train_stanza_parser.sh)"})
     tree_bpe_codes: Optional[str] = field(default=None, metadata={
         "help": "BPE codes for interactive input (default: DATA/bpe.codes if it exists)"})
     tree_unary: str = field(default="lowest", metadata={"help": "unary-chain label kept (as in preprocessing)"})

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Replace the constituents of parsed trees by trivial ones, keeping words and POS tags.
 
-    python scripts/make_trivial_trees.py IN.trees OUT.trees [--shape right|left|balanced]
+    fairseq-tree-trivial-trees IN.trees OUT.trees [--shape right|left|balanced]
 
 A control for tree2seq: the same leaves, the same number of nodes as a binary parse (n - 1), and the
 same POS-labelled BPE subtrees after preprocessing, but no syntax. Lines that are empty in IN (skipped
@@ -12,18 +11,16 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fairseq_tree.evaluation.unsupervised import TRIVIAL_SHAPES, trivial_tree  # noqa: E402
-from fairseq_tree.trees import to_brackets, tree_from_brackets  # noqa: E402
+from fairseq_tree.evaluation.unsupervised import TRIVIAL_SHAPES, trivial_tree
+from fairseq_tree.trees import to_brackets, tree_from_brackets
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input")
     ap.add_argument("output")
     ap.add_argument("--shape", choices=sorted(TRIVIAL_SHAPES), default="right")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with open(args.input, encoding="utf-8") as fin, open(args.output + ".tmp", "w", encoding="utf-8") as fout:
         for line in fin:
             if not line.strip():
@@ -34,5 +31,10 @@ def main():
     Path(args.output + ".tmp").replace(args.output)
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

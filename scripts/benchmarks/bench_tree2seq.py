@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """tree2seq vs fairseq's own transformer, on the same batches, in one run.
 
-    python scripts/bench_tree2seq.py [--quick] [--arch tree2seq_iwslt_de_en] [--device cpu|cuda] [--fp16]
+    python scripts/benchmarks/bench_tree2seq.py [--quick] [--arch tree2seq_iwslt_de_en] [--device cpu|cuda] [--fp16]
                                      [--trees ptb,random] [--tokens 2048] [--width 32]
 
 Two baselines, both fairseq's ``transformer`` with the tree2seq arch's sizes:
@@ -27,18 +27,18 @@ the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same
 import argparse
 import functools
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
-from step_memory import peak_mb  # noqa: E402  (scripts/, beside this file)
+import torch
+
+from fairseq_tree.utils.step_memory import peak_mb
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_data_dir(path: Path, vocab: int, labels: int) -> None:
@@ -224,7 +224,7 @@ def run_inputs(run: str, batch):
 
 def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
     """Peak extra memory of one train step after a warm-up step (optimizer state allocated): the tensors alive
-    at once beyond those before it (CUDA allocator / CPU profiler, ``step_memory.py``)."""
+    at once beyond those before it (CUDA allocator / CPU profiler, ``fairseq_tree/utils/step_memory.py``)."""
     _, model = models[KINDS[run]]
     net, tree = run_inputs(run, batch)
     step = lambda: train_steps(model, net, tree, batch[3], 0, device, amp)  # noqa: E731

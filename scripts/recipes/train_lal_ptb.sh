@@ -4,11 +4,11 @@
 # final EVALB-rule F1 / UAS / LAS with fairseq-tree-parse on ptb_sample/valid (gold tags) and wsj22 (its
 # predicted tags; models trained --no-pos-tags predict their own).
 #
-#   scripts/train_lal_ptb.sh [SHARED=../shared] [WORK=work/lal_ptb]
+#   scripts/recipes/train_lal_ptb.sh [SHARED=../shared] [WORK=work/lal_ptb]
 #   env: MINUTES=5 (training time per setting), ARCH=lal_parser_small,
 #        CONFIGS="tags_untied tags_tied notags_untied notags_tied stanza", EXTRA="..." (more fairseq-train flags),
 #        STANZA_SIZE=small (the `stanza` setting: stanza's tagger + constituency parser trained on the same
-#        data by scripts/train_stanza_parser.sh, dev = wsj22, scored by the same scorer; it predicts its own
+#        data by scripts/recipes/train_stanza_parser.sh, dev = wsj22, scored by the same scorer; it predicts its own
 #        tags and has no dependencies)
 #
 # Writes WORK/data-bin (binarized: train = ptb_sample/train + .conllu, valid = wsj22 + .sd.conll,
@@ -21,7 +21,7 @@ MINUTES=${MINUTES:-5}
 ARCH=${ARCH:-lal_parser_small}
 CONFIGS=${CONFIGS:-"tags_untied tags_tied notags_untied notags_tied stanza"}
 STANZA_SIZE=${STANZA_SIZE:-small}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 PY=${PYTHON:-python}
@@ -42,7 +42,7 @@ for C in $CONFIGS; do
       mkdir -p "$WORK/stanza_treebank"
       ln -sf "$(cd "$D/ptb_sample" && pwd)/train.mrg" "$WORK/stanza_treebank/train.mrg"
       ln -sf "$(cd "$D/wsj22" && pwd)/wsj22.mrg" "$WORK/stanza_treebank/wsj22.mrg"   # the dev set
-      bash "$REPO/scripts/train_stanza_parser.sh" "$WORK/stanza_treebank" "$SM" --size "$STANZA_SIZE" > "$WORK/train_stanza.log" 2>&1
+      bash "$REPO/scripts/recipes/train_stanza_parser.sh" "$WORK/stanza_treebank" "$SM" --size "$STANZA_SIZE" > "$WORK/train_stanza.log" 2>&1
     fi
     $PY - "$SM" "$D" "$WORK" "$STANZA_SIZE" >> "$WORK/results.md" <<'PYEOF'
 import json, sys, time

@@ -2,7 +2,7 @@
 """Unsupervised-parsing MLMs vs the plain ``mlm_transformer`` (fairseq's TransformerEncoderLayer) of identical
 size, on the same masked batches, in one run.
 
-    python scripts/bench_induction.py [--quick] [--size small|base|tiny] [--device cpu|cuda]
+    python scripts/benchmarks/bench_induction.py [--quick] [--size small|base|tiny] [--device cpu|cuda]
 
 For each sentence length n (8..128 words, ``<s> w.. </s>``, 15% of words masked): train-step time (forward +
 masked-LM loss + backward + Adam step, median of ``--steps``) at about ``--tokens`` tokens per batch, and peak
@@ -15,16 +15,16 @@ The last line is ``key=value`` pairs at the longest length (``constituent_time_r
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
-from step_memory import peak_mb  # noqa: E402  (scripts/, beside this file)
+import torch
+
+from fairseq_tree.utils.step_memory import peak_mb
+
+REPO = Path(__file__).resolve().parents[2]
 
 VOCAB = 10000
 PAIRS = {"constituent": ("constituent_transformer", "mlm_for_constituent_transformer"),
@@ -103,7 +103,7 @@ def train_steps(model, batch, steps: int, device: str) -> float:
 
 def peak_memory_mb(name, size, n, bsz, device) -> float:
     """Peak extra memory of one train step after a warm-up step (optimizer state allocated): the tensors alive
-    at once beyond those before it (CUDA allocator / CPU profiler, ``step_memory.py``)."""
+    at once beyond those before it (CUDA allocator / CPU profiler, ``fairseq_tree/utils/step_memory.py``)."""
     model = build(name, size, device)
     batch = make_batch(n, bsz, device, seed=1)
     step = lambda: train_steps(model, batch, 0, device)  # noqa: E731

@@ -4,7 +4,7 @@
 # tokens, every label of the treebank optimised): the tree classifier, its Table 3 ablations, and fairseq's
 # Transformer encoder of the same size trained on sentences and on every labelled phrase (Tai et al. 2015).
 #
-#   scripts/train_sst.sh [SHARED=../shared] [WORK=work/sst]
+#   scripts/recipes/train_sst.sh [SHARED=../shared] [WORK=work/sst]
 #   env: TASKS="sst5 sst2", RUNS="tree transformer transformer_phrases tree_nohier tree_nosubmask tree_nohier_nosubmask",
 #        (diagnostics, not in the default RUNS: tree_rootonly = the tree classifier trained on the sentence label
 #        only; tree_warmup2k, tree_nosubmask_warmup2k = 2,000 warmup updates instead of the paper's 8,000)
@@ -29,7 +29,7 @@ JOBS=${JOBS:-2}
 DEVICE=${DEVICE:-cpu}
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-python}
 SST=$SHARED/data/sst
 mkdir -p "$WORK"
@@ -89,5 +89,5 @@ done
 wait
 
 # 3. the table
-"$PY" "$REPO/scripts/sst_table.py" "$WORK" > "$WORK/results.md"
+fairseq-tree-report sst "$WORK" > "$WORK/results.md"
 cat "$WORK/results.md"

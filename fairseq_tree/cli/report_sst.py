@@ -1,7 +1,7 @@
-"""The SST results table of ``scripts/train_sst.sh``: dev accuracy (mean ± sd over seeds) of every run done
+"""The SST results table of ``scripts/recipes/train_sst.sh``: dev accuracy (mean ± sd over seeds) of every run done
 so far, beside the paper's numbers (Nguyen et al. 2020, Tables 2 and 3: test accuracy, tiny models).
 
-    python scripts/sst_table.py WORK  > WORK/results.md
+    fairseq-tree-report sst WORK  > WORK/results.md
 """
 
 import json
@@ -38,8 +38,12 @@ def cell(work: Path, task: str, run: str, key: str = "accuracy") -> str:
 SENTENCE_ONLY = {"transformer", "tree_rootonly"}
 
 
-def main(work: str) -> None:
-    w = Path(work)
+def main(argv=None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="fairseq-tree-report sst", description=__doc__.split("\n\n")[0])
+    ap.add_argument("work", help="the WORK directory of scripts/recipes/train_sst.sh")
+    w = Path(ap.parse_args(argv).work)
     paper = lambda x: "—" if x is None else f"{x:.1f}"  # noqa: E731
     print("| model | SST-5 dev | paper SST-5 (test) | SST-5 dev phrase acc. | SST-2 dev | paper SST-2 (test) |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -48,5 +52,9 @@ def main(work: str) -> None:
         print(f"| {desc} | {cell(w, 'sst5', run)} | {paper(p5)} | {phrases} | {cell(w, 'sst2', run)} | {paper(p2)} |")
 
 
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    cli_main()

@@ -34,7 +34,7 @@ D=$WORK/data && mkdir -p "$D"
 PTB=$SHARED/data/ptb_sample
 head -n 40 "$PTB/valid.mrg" > "$D/t.en"; head -n 40 "$PTB/valid.txt" | tr 'A-Z' 'a-z' > "$D/t.xx"
 ok() { echo "ok: $*"; }
-py() { PYTHONPATH=$REPO "$PYTHON" "$@"; }
+py() { PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH} "$PYTHON" "$@"; }
 train() {  # data task arch save extra...
   local data=$1 task=$2 arch=$3 save=$4; shift 4
   for upd in 2 3; do  # the second call resumes from checkpoint_last.pt (a safe load)

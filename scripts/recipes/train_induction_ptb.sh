@@ -2,7 +2,7 @@
 # Unsupervised tree induction by masked LM on CPU: constituent attention (Wang et al. 2019), StructFormer
 # (Shen et al. 2021) and the plain mlm_transformer of the same size, same data, same budget.
 #
-#   scripts/train_induction_ptb.sh [SHARED=../shared] [WORK=work/induction]
+#   scripts/recipes/train_induction_ptb.sh [SHARED=../shared] [WORK=work/induction]
 #   env: MINUTES=20 (training time per model), SIZE=small (arch suffix: "" paper size, _small, _tiny),
 #        MODELS="constituent_transformer structformer mlm_transformer mlm_transformer_sf", EXTRA="..." (more
 #        fairseq-train flags). mlm_transformer has constituent_transformer's size, mlm_transformer_sf StructFormer's.

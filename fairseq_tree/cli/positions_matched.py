@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """A positions-matched control for tree2seq: a plain translation data-bin whose source holds, per sentence,
 the n leaves of a tree data-bin followed by its m node labels (post-order, as tokens ``<NP>``, ``<X>``, ...).
 
-    python scripts/make_positions_matched_databin.py TREE_DATA_BIN OUT_DATA_BIN
+    fairseq-tree-positions-matched TREE_DATA_BIN OUT_DATA_BIN
 
 fairseq's transformer trained on OUT (the task below) attends over as many encoder positions as tree2seq
 does on TREE_DATA_BIN (n + m), and sees the same labels, but without the tree: no accumulation of subtrees, no
@@ -26,9 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fairseq_tree.tasks.positions_matched_translation import LEAF_SIZES  # noqa: E402
+from fairseq_tree.tasks.positions_matched_translation import LEAF_SIZES
 
 
 def splits_and_langs(src_dir: Path):
@@ -97,16 +94,21 @@ def convert(src_dir: Path, out: Path) -> dict:
     return info
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tree_data_bin", type=Path)
     ap.add_argument("out", type=Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     info = convert(args.tree_data_bin, args.out)
     for split, c in info["splits"].items():
         print(f"{args.out}: {split}: {c['sentences']} sentences, {c['leaves']} leaves + {c['nodes']} label tokens "
               f"({c['nodes'] / max(c['leaves'], 1):.2f} per leaf)", file=sys.stderr)
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -3,7 +3,7 @@
 # words, BPE, dictionaries, sizes and updates), several seeds, the last checkpoints averaged, beam 5, sacreBLEU
 # on detokenized test output, next to each parser's F1 on wsj22 and ptb_sample/valid. Resumes where it stopped.
 #
-#   scripts/train_tree2seq_multi30k.sh DATA_BIN WORK_DIR
+#   scripts/recipes/train_tree2seq_multi30k.sh DATA_BIN WORK_DIR
 #     DATA_BIN: fairseq-tree-preprocess output for en-de with stanza trees (`make demo` writes
 #               work/data-bin/multi30k.en-de); its {split}.en.trees, bpe.codes and dictionaries are reused.
 #   env: TREES="stanza trivial"  tree sources: stanza (DATA_BIN's), trivial (right-branching over the same words
@@ -12,7 +12,7 @@
 #                                their data directories when not the ones recorded in the checkpoints
 #        MATCHED=""              tree sources whose positions-matched transformer is trained too (transformer_pm_SRC:
 #                                fairseq's transformer on the leaves followed by the node labels of SRC's trees,
-#                                scripts/make_positions_matched_databin.py; as many encoder positions as tree2seq,
+#                                fairseq-tree-positions-matched; as many encoder positions as tree2seq,
 #                                no tree; batched as TREE_EXTRA's --tree-batch-by says)
 #        TGTS="de"               target languages (de fr: en-fr gets its own joint BPE and dictionary, shared
 #                                by its runs)
@@ -31,7 +31,7 @@ set -euo pipefail
 BIN=$(cd "${1:?DATA_BIN}" && pwd)
 WORK=${2:?WORK_DIR}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
 # the CLIs (fairseq-train, fairseq-generate, fairseq-tree-average) of the same environment as $PY, venv or not
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
@@ -39,6 +39,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH=$REPO${PYTHONPATH:+:$PYT
 # every run batches every sentence (fairseq's translation task too, by the plugin's opt-in): with
 # --tree-batch-by leaves the tree2seq and transformer runs then see the same batches, as in RESULTS.md
 export FAIRSEQ_TREE_KEEP_LEFTOVERS=1
+SHARED=${SHARED:-$REPO/../shared}  # the gold treebanks of the trees' quality (data/wsj22, data/ptb_sample)
 recorded() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['command'].get(sys.argv[2]) or '')" \
   "$BIN/preprocess.json" "$1"; }
 M30K=${M30K:-$(dirname "$(recorded trainpref)")}
@@ -57,7 +58,7 @@ PARALLEL=${PARALLEL:-1}
 QUALITY=${QUALITY:-1}
 BASELINE=${BASELINE:-1}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=(--fp16)
-preprocess() { "$PY" -m fairseq_tree.cli.preprocess -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
+preprocess() { fairseq-tree-preprocess -s en --trainpref "$M30K/train" --validpref "$M30K/valid" \
   --testpref "$M30K/test" --joined-dictionary --on-error fail --workers 2 "$@"; }
 
 # 1. the trees of each source, over the words of DATA_BIN's English side (checked by fairseq-tree-preprocess)
@@ -69,7 +70,7 @@ for src in $SOURCES; do
   case $src in
     stanza) for s in train valid test; do cp "$BIN/$s.en.trees" "$T/"; done ;;
     trivial) for s in train valid test; do
-               "$PY" "$REPO/scripts/make_trivial_trees.py" "$BIN/$s.en.trees" "$T/$s.en.trees" --shape right; done ;;
+               fairseq-tree-trivial-trees "$BIN/$s.en.trees" "$T/$s.en.trees" --shape right; done ;;
     lal|induced)
       model=$([ "$src" = lal ] && echo "${LAL_MODEL:?TREES has lal: LAL_MODEL=CKPT}" \
               || echo "${INDUCED_MODEL:?TREES has induced: INDUCED_MODEL=CKPT}")
@@ -101,12 +102,12 @@ for tgt in $TGTS; do
   for src in $MATCHED; do
     PM=$(databin "pm_$src" "$tgt")
     [ -f "$PM/positions_matched.json" ] \
-      || "$PY" "$REPO/scripts/make_positions_matched_databin.py" "$(databin "$src" "$tgt")" "$PM"
+      || fairseq-tree-positions-matched "$(databin "$src" "$tgt")" "$PM"
   done
 done
 
-# 3. train: identical flags and updates for every model (scripts/multi30k_flags.sh: 3+3 layers, d 256)
-source "$REPO/scripts/multi30k_flags.sh"
+# 3. train: identical flags and updates for every model (scripts/recipes/multi30k_flags.sh: 3+3 layers, d 256)
+source "$REPO/scripts/recipes/multi30k_flags.sh"
 # how long to train and what to keep: may change between reruns of a run (more UPDATES continue it)
 SCHEDULE=(--max-update "$UPDATES" --patience "$([ "$PATIENCE" -gt 0 ] && echo "$PATIENCE" || echo -1)"
   --no-epoch-checkpoints --save-interval-updates "$SAVE_EVERY" --keep-interval-updates "$AVERAGE"
@@ -198,10 +199,11 @@ if [ "$QUALITY" = 1 ]; then
       lal) opts=(--parser lal --parser-model "$LAL_MODEL" ${LAL_DATA:+--parser-data "$LAL_DATA"}) ;;
       induced) opts=(--parser induced --parser-model "$INDUCED_MODEL" ${INDUCED_DATA:+--parser-data "$INDUCED_DATA"}) ;;
     esac
-    "$PY" "$REPO/scripts/parser_quality.py" "${opts[@]}" --out "$Q" > "$Q.tmp"  # set -e stops on failure
+    fairseq-tree-parser-quality "${opts[@]}" --gold "$SHARED/data/wsj22/wsj22.mrg" "$SHARED/data/ptb_sample/valid.mrg" \
+      --out "$Q" > "$Q.tmp"  # set -e stops on failure
     mv "$Q.tmp" "$Q/scores.jsonl"
   done
 fi
 
-"$PY" "$REPO/scripts/tree2seq_table.py" "$WORK" --tgts $TGTS --trees $TREES ${MATCHED:+--matched $MATCHED} --seeds $SEEDS \
+fairseq-tree-report tree2seq "$WORK" --tgts $TGTS --trees $TREES ${MATCHED:+--matched $MATCHED} --seeds $SEEDS \
   $([ "$BASELINE" = 1 ] || echo --no-baseline) | tee "$WORK/results.md"

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Training throughput in practice: target words/s (fairseq-train's wps) of tree2seq and fairseq's transformer with
-# the Multi30k recipe's flags (scripts/multi30k_flags.sh: 3+3 layers, d 256) on the same data-bin (its leaves for
+# the Multi30k recipe's flags (scripts/recipes/multi30k_flags.sh: 3+3 layers, d 256) on the same data-bin (its leaves for
 # the transformer), one after the other, each twice; prints the median wps of each run's log lines after the first
 # (warm-up).
 #
-#   [EXTRA="--fp16"] scripts/train_throughput.sh DATA_BIN [UPDATES=60] [DEVICE=cpu|cuda]
+#   [EXTRA="--fp16"] scripts/recipes/train_throughput.sh DATA_BIN [UPDATES=60] [DEVICE=cpu|cuda]
 # EXTRA: more fairseq-train flags for both models (e.g. --fp16 on a GPU).
 set -euo pipefail
 BIN=$1
 UPDATES=${2:-60}
 DEVICE=${3:-cpu}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 export FAIRSEQ_TREE_KEEP_LEFTOVERS=1  # both tasks batch every sentence: the same batches for both models
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-source "$REPO/scripts/multi30k_flags.sh"
+source "$REPO/scripts/recipes/multi30k_flags.sh"
 DEV_FLAG=""
 [ "$DEVICE" = cpu ] && DEV_FLAG="--cpu"
 for pass in 1 2; do

@@ -2,7 +2,7 @@
 """Parse throughput of the preprocessing backends (stanza, lal, induced): sentences/s on real sentences, in
 length-sorted batches (the default) and in input-order batches, on ``--device cpu|cuda``.
 
-    python scripts/bench_parse.py --stanza-model-dir work/stanza_en_ptb [--device cuda] [--quick]
+    python scripts/benchmarks/bench_parse_backends.py --stanza-model-dir work/stanza_en_ptb [--device cuda] [--quick]
         [--lal-model CKPT] [--induced-model CKPT --induced-data DIR] [--sentences N] [--batch-size B]
 
 Sentences: the first N lines of Multi30k ``train.en`` (``--corpus multi30k``, PTB-tokenized as the pipeline
@@ -25,12 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-sys.path.insert(0, str(REPO))
+from fairseq_tree.parsers import build_parser, check_device, length_batches
 
-from fairseq_tree.parsers import build_parser, check_device, length_batches  # noqa: E402
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared" / "data"
 
 
 def read_sentences(corpus: str, n: int):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Throughput of fairseq-tree-preprocess per stage, and of parsing; wall time and peak memory at corpus scale.
 
-    python scripts/bench_preprocess.py [--quick] [--scale] [--data ../shared/data/multi30k] [--stanza-model-dir DIR]
+    python scripts/benchmarks/bench_preprocess.py [--quick] [--scale] [--data ../shared/data/multi30k] \\
+        [--stanza-model-dir DIR]
 
 1. The pipeline minus parsing: Multi30k en-de train pairs, the source as given trees (random binary trees
    over the PTB-tokenized words, built by StructFormer's distance splitting, so m = n - 1 like a binarized
@@ -31,11 +32,11 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from fairseq_tree.text.tokenize import Tokenizer  # noqa: E402
-from fairseq_tree.trees import Tree, distances_to_tree, to_brackets  # noqa: E402
+from fairseq_tree.text.tokenize import Tokenizer
+from fairseq_tree.trees import Tree, distances_to_tree, to_brackets
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main():

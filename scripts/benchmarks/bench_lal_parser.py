@@ -2,13 +2,14 @@
 """Benchmark the LAL parser on CPU: training and parsing sentences/s, peak memory, span-chart size; and
 stanza's constituency parser on the same sentences.
 
-    python scripts/bench_parser.py [--quick] [--arch lal_parser_small] [--stanza-model-dir DIR] [--shared DIR]
+    python scripts/benchmarks/bench_lal_parser.py [--quick] [--arch lal_parser_small] [--stanza-model-dir DIR] \\
+        [--shared DIR]
 
 Training: ``--train-sents`` sentences of ptb_sample/train (binarized into a temp dir), batches of
 ``--batch-size`` sentences, forward + span hinge / dependency loss (cost-augmented CKY) + backward + Adam.
 Parsing: ptb_sample/valid (gold words and tags), CKY + Eisner, batches of 64. The model is untrained: speed
 does not depend on the weights (the charts are the same size whatever the scores).
-Stanza: ``--stanza-model-dir DIR`` (models from scripts/train_stanza_parser.sh), otherwise without ``--quick``
+Stanza: ``--stanza-model-dir DIR`` (models from scripts/recipes/train_stanza_parser.sh), otherwise without ``--quick``
 a tiny stanza model is trained once into ``work/bench_stanza_tiny`` (~30 s); with ``--quick`` and no models
 stanza is skipped (``stanza_parse_sents_per_s=skipped``). Stanza gets the gold words and tags its own POS.
 The last line is ``key=value`` pairs.
@@ -23,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def peak_rss_mb() -> float:

@@ -1,11 +1,10 @@
-#!/usr/bin/env python
-"""The results table of ``scripts/train_tree2seq_multi30k.sh``: per target language, each model's test BLEU
+"""The results table of ``scripts/recipes/train_tree2seq_multi30k.sh``: per target language, each model's test BLEU
 (per seed, mean ± sd), its difference to the transformer trained with the same seed (mean ± sd of the
 per-seed differences: seeds fix the initialisation and batch order, so the pairing removes part of the seed
 variance) with each seed's paired bootstrap p-value (sacreBLEU's), its training (updates, wall minutes,
-device) and the quality of its trees on gold treebanks (EVALB F1 / UF1, from ``scripts/parser_quality.py``).
+device) and the quality of its trees on gold treebanks (EVALB F1 / UF1, from ``fairseq-tree-parser-quality``).
 
-    python scripts/tree2seq_table.py WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
+    fairseq-tree-report tree2seq WORK --tgts de fr --trees stanza trivial lal induced --seeds 1 2 3
 
 A row lists the seeds among ``--seeds`` that were run (a run directory exists; the others are named on
 stderr), so a table can gather rows trained to different numbers of seeds; a run directory without a scored
@@ -21,7 +20,8 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import NamedTuple, Optional
+
+from fairseq_tree.evaluation.translation_runs import mean_sd, segments_seconds, training  # noqa: F401
 
 
 def bleu(gen: Path) -> float:
@@ -64,44 +64,6 @@ def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
     return scores["BLEU"][1].p_value
 
 
-class Training(NamedTuple):
-    updates: int
-    minutes: float
-    device: str
-    valid_loss: Optional[float]  # the last validation's
-    sentences_per_update: Optional[float]  # mean of the epoch summaries' bsz
-
-
-def segments_seconds(walls: list) -> float:
-    """The sum over run segments of each segment's last wall-meter reading; a segment ends where the meter falls
-    (a resume that restarted it), e.g. [400, 100, 200] -> 400 + 200 (the time between a killed segment's last
-    log line and its end is not in the log)."""
-    total = last = 0.0
-    for w in walls:
-        if w < last:
-            total += last
-        last = w
-    return total + last
-
-
-def training(log: Path) -> Training:
-    """A fairseq-train log (resumed runs append to it) -> its :class:`Training` summary."""
-    text = log.read_text()
-    updates = re.findall(r"num_updates[= ](\d+)", text)
-    wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
-    done = re.findall(r"done training in ([\d.]+) seconds", text)
-    device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
-    # each run segment that ends by itself logs its own "done training"; fairseq's wall meter continues across a
-    # resume from such a segment's checkpoint, but restarts after one that was killed: a segment ends where it falls
-    seconds = max(sum(float(d) for d in done), segments_seconds([float(w) for w in wall]))
-    minutes = seconds / 60 if done or wall else float("nan")
-    valid = re.findall(r"valid on 'valid' subset \| loss ([\d.]+)", text)
-    # the epoch summaries (" | train | "), not the train_inner lines: each gives its epoch's mean batch size
-    bsz = re.findall(r"\| train \| epoch \d+ \|.*?\| bsz ([\d.]+) \|", text)
-    return Training(int(updates[-1]) if updates else 0, minutes, device, float(valid[-1]) if valid else None,
-                    statistics.mean(float(b) for b in bsz) if bsz else None)
-
-
 def quality_scores(work: Path, src: str) -> list:
     """-> the records of quality/SRC/scores.jsonl (wsj22, then ptb_sample/valid), [] when not scored."""
     path = work / "quality" / src / "scores.jsonl"
@@ -112,12 +74,6 @@ def quality(records: list) -> str:
     """The 'F1 / UF1' cells of wsj22 and ptb_sample/valid ('—' where not scored) from ``quality_scores``."""
     cells = [("—" if r["f1"] is None else f"{r['f1']:.1f}") + f" / {r['uf1']:.1f}" for r in records[:2]]
     return " | ".join(cells + ["—"] * (2 - len(cells)))
-
-
-def mean_sd(values: list, signed: bool = False) -> str:
-    """'mean ± sample sd', two decimals ('value (one seed)' for one value); ``signed``: '+' on positive means."""
-    mean = f"{statistics.mean(values):{'+' if signed else ''}.2f}"
-    return f"{mean} ± {statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean} (one seed)"
 
 
 def plot(points: dict, path: str):
@@ -144,7 +100,7 @@ def plot(points: dict, path: str):
     fig.savefig(path, dpi=120)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work")
     ap.add_argument("--tgts", nargs="+", default=["de"])
@@ -154,7 +110,7 @@ def main():
     ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
     ap.add_argument("--no-baseline", action="store_true", help="no transformer row (BASELINE=0 runs)")
     ap.add_argument("--png", help="also draw BLEU − transformer against the trees' wsj22 UF1 into this file")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     work = Path(args.work)
     points = {}
     for tgt in args.tgts:
@@ -185,7 +141,7 @@ def main():
             records = quality_scores(work, src) if src else []
             if paired and records and name.startswith("tree2seq_"):
                 points.setdefault(tgt, []).append((src, records[0]["uf1"], paired))
-            losses = " / ".join(f"{t.valid_loss:.3f}" if t.valid_loss is not None else "—" for t in logs)
+            losses = " / ".join(f"{t.valid_losses[-1]:.3f}" if t.valid_losses else "—" for t in logs)
             bsz = [t.sentences_per_update for t in logs if t.sentences_per_update is not None]
             print(f"| {name} | {quality(records)} | {' / '.join(runs)} | "
                   f"{' / '.join(f'{b:.2f}' for b in scores.values())} | {mean_sd(list(scores.values()))} | "
@@ -199,5 +155,10 @@ def main():
         plot(points, args.png)
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """Tree classifier vs fairseq's TransformerEncoder classifier of the same size, on the same SST batches, in one run.
 
-    python scripts/bench_classify.py DATA_BIN [--arch-size tiny] [--steps 60] [--device cpu|cuda] [--repeats 3]
+    python scripts/benchmarks/bench_classify.py DATA_BIN [--arch-size tiny] [--steps 60] [--device cpu|cuda] \\
+        [--repeats 3]
 
 DATA_BIN: a ``fairseq-tree-preprocess --task classification`` directory (e.g. ``work/sst/data-bin/sst5`` of
-``scripts/train_sst.sh``). Training: train steps (forward + the task's loss + backward + Adam step) over the
+``scripts/recipes/train_sst.sh``). Training: train steps (forward + the task's loss + backward + Adam step) over the
 train split's batches of ``--max-tokens`` (leaves + nodes for the tree model; the baseline batches the same
 sentences); inference: every valid sentence, no grad. Sentences/s, median of ``--repeats``; ratios are
 tree / transformer. The last line is ``key=value`` pairs.
@@ -13,15 +14,14 @@ tree / transformer. The last line is ``key=value`` pairs.
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def build(data: str, arch: str, device: str, extra=()):

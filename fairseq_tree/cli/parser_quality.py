@@ -1,16 +1,15 @@
-#!/usr/bin/env python
 """The quality of the trees a tree2seq run was given: a parser backend of the preprocessing pipeline (or the
 trivial right-branching control) run on the words of gold treebanks, scored as the literature does.
 
-    python scripts/parser_quality.py --parser stanza --stanza-model-dir work/stanza_en_ptb --out DIR
-    python scripts/parser_quality.py --parser lal --parser-model ckpt_lal/checkpoint_best.pt --out DIR
-    python scripts/parser_quality.py --parser induced --parser-model ckpt_sf/checkpoint_best.pt --out DIR
-    python scripts/parser_quality.py --parser right --out DIR
+    fairseq-tree-parser-quality --parser stanza --stanza-model-dir work/stanza_en_ptb --out DIR
+    fairseq-tree-parser-quality --parser lal --parser-model ckpt_lal/checkpoint_best.pt --out DIR
+    fairseq-tree-parser-quality --parser induced --parser-model ckpt_sf/checkpoint_best.pt --out DIR
+    fairseq-tree-parser-quality --parser right --out DIR
     [--gold ../shared/data/wsj22/wsj22.mrg ../shared/data/ptb_sample/valid.mrg]
 
 The backend sees exactly what the pipeline gives it: the words only (gold -NONE- elements removed; no gold POS
 tags), so the scores are those of the trees behind the BLEU. ``right`` keeps the gold POS tags (as
-``make_trivial_trees.py`` keeps the parser's) under right-branching ``X`` constituents.
+``fairseq-tree-trivial-trees`` keeps the parser's) under right-branching ``X`` constituents.
 Writes DIR/NAME.trees per gold file and prints one JSON line per file: ``f1`` (EVALB, COLLINS.prm, labelled;
 null for unlabelled trees: ``induced``, ``right``), ``uf1`` and ``corpus_f1`` (unlabelled, the unsupervised
 literature's rules: every parser comparable), ``sentences``, ``evalb_skipped``.
@@ -21,13 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from fairseq_tree.evaluation import bracket_f1, unsupervised  # noqa: E402
-from fairseq_tree.trees import atomic_write_text, read_parse_trees, to_brackets  # noqa: E402
-
-DATA = REPO.parent / "shared" / "data"
+from fairseq_tree.evaluation import bracket_f1, unsupervised
+from fairseq_tree.trees import atomic_write_text, read_parse_trees, to_brackets
 
 
 def right_branching(trees):
@@ -60,9 +54,9 @@ def main(argv=None):
     ap.add_argument("--parser", choices=["stanza", "lal", "induced", "right"], required=True)
     ap.add_argument("--parser-model", help="lal / induced: the checkpoint")
     ap.add_argument("--parser-data", help="lal / induced: its data directory (default: recorded in the checkpoint)")
-    ap.add_argument("--stanza-model-dir", help="stanza: the directory of scripts/train_stanza_parser.sh")
-    ap.add_argument("--gold", nargs="+", default=[str(DATA / "wsj22" / "wsj22.mrg"),
-                                                  str(DATA / "ptb_sample" / "valid.mrg")])
+    ap.add_argument("--stanza-model-dir", help="stanza: the directory of scripts/recipes/train_stanza_parser.sh")
+    ap.add_argument("--gold", nargs="+", required=True, metavar="MRG",
+                    help="gold treebanks, e.g. shared/data/wsj22/wsj22.mrg shared/data/ptb_sample/valid.mrg")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -86,5 +80,10 @@ def main(argv=None):
     return results
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """A metric of fairseq-train's validations against updates, for several runs: a Markdown table and a PNG.
 
-    python scripts/validation_curve.py work/ct/L6/train_constituent_transformer.log work/ct/L10/train_....log \\
+    fairseq-tree-report curves work/ct/L6/train_constituent_transformer.log work/ct/L10/train_....log \\
         --names L6 L10 --metric uf1 --png uf1_curve.png
 
 Reads the ``valid on 'valid' subset | ... | METRIC x | ... | num_updates N`` lines (a resumed run's log
@@ -10,6 +9,7 @@ repeats no update: the last value per update wins).
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 
@@ -28,14 +28,14 @@ def curve(log: Path, metric: str) -> dict:
     return points
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--names", nargs="+")
     ap.add_argument("--metric", default="uf1")
     ap.add_argument("--png")
     ap.add_argument("--baseline", type=float, help="a horizontal line (e.g. right-branching's UF1)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     names = args.names or [p.stem for p in args.logs]
     curves = [curve(p, args.metric) for p in args.logs]
     steps = sorted(set().union(*curves))
@@ -60,5 +60,10 @@ def main():
         fig.savefig(args.png, dpi=120)
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data-parallel fairseq-train on CPU: NPROC processes on this machine, gloo, fairseq's legacy_ddp.
-#   scripts/train_distributed_cpu.sh NPROC DATA --user-dir fairseq_tree --task tree_translation ...
+#   scripts/recipes/train_distributed_cpu.sh NPROC DATA --user-dir fairseq_tree --task tree_translation ...
 # On CPU, fairseq's defaults assume CUDA (device counts, pytorch_ddp device_ids), so each rank is started
 # here with an explicit rank, --distributed-no-spawn and --ddp-backend legacy_ddp. On GPU machines use plain
 # fairseq-train (it spawns one process per GPU); for several nodes use torchrun or SLURM as fairseq documents.

@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """Nguyen et al. (2020) Table 4 for a tree2seq checkpoint: how much of the decoder's cross-attention mass goes to
 source nodes (phrases) vs leaves (tokens), teacher-forced over a data split.
 
-    python scripts/attention_share_tree2seq.py DATA_BIN CKPT [--subset test] [--max-tokens 4096]
+    fairseq-tree-attention-share DATA_BIN CKPT [--subset test] [--max-tokens 4096]
 
 Prints, per decoder layer and averaged over layers, "Target->Nodes" (% of the attention mass of every target
 position, heads averaged, on the source's nodes) and the paper's "Leaves/Nodes" row (% of the source positions
@@ -14,13 +13,10 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
+import torch
 
 
 @torch.no_grad()
@@ -51,13 +47,13 @@ def attention_share(model, task, subset: str, max_tokens: int) -> dict:
             "target_to_nodes_overall": round(100 * float(on_nodes.sum() / total.sum()), 2)}
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data")
     p.add_argument("path", metavar="CKPT")
     p.add_argument("--subset", default="test")
     p.add_argument("--max-tokens", type=int, default=4096)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     from fairseq_tree.inference.checkpoint import load_checkpoint
 
     models, _, task = load_checkpoint(a.path, a.data)
@@ -70,5 +66,10 @@ def main():
     print(json.dumps(r))
 
 
+
+def cli_main() -> None:
+    sys.exit(main(sys.argv[1:]) or 0)
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make demo: the preprocessing pipeline end to end on Multi30k English-German with stanza trees, then a
 # small tree2seq trained for a bounded time (TRAIN_MINUTES, default 10; 0 skips it), translating the test set.
-#   scripts/demo.sh [SHARED_DIR] [WORK_DIR]
+#   scripts/recipes/demo.sh [SHARED_DIR] [WORK_DIR]
 # DEMO_QUICK=1 (CI): the same steps with smaller numbers: the first 3,000 / 300 / 300 Multi30k lines, a tiny
 # stanza parser trained on 200 PTB trees, 1,000 BPE merges, one minute of training, sacreBLEU on 300 sentences.
-# Stanza models are looked for in this order: $STANZA_MODEL_DIR (a dir from scripts/train_stanza_parser.sh);
+# Stanza models are looked for in this order: $STANZA_MODEL_DIR (a dir from scripts/recipes/train_stanza_parser.sh);
 # stanza's resources dir ($STANZA_RESOURCES_DIR or ~/stanza_resources); a download if STANZA_DOWNLOAD=1;
 # otherwise a small parser is trained once, offline, from the PTB sample + WSJ section 22 and cached in WORK.
 set -euo pipefail
@@ -12,7 +12,7 @@ SHARED=$(cd "${1:-../shared}" && pwd)
 WORK=${2:-work}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-$REPO/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 DATA=${M30K_DIR:-$SHARED/data/multi30k}
@@ -59,7 +59,7 @@ else
       ln -sf "$SHARED/data/wsj22/wsj22.mrg" "$TB/train_wsj22.mrg"   # training data too; valid.mrg is the dev set
       ln -sf "$SHARED/data/ptb_sample/valid.mrg" "$TB/valid.mrg"
     fi
-    bash "$REPO/scripts/train_stanza_parser.sh" "$TB" "$MODELS" --size "$PARSER_SIZE"
+    bash "$REPO/scripts/recipes/train_stanza_parser.sh" "$TB" "$MODELS" --size "$PARSER_SIZE"
   else
     echo "== stanza: reusing the parser trained earlier in $MODELS"
   fi
@@ -69,7 +69,7 @@ fi
 # 2. the pipeline
 DEST=$WORK/data-bin/multi30k.en-de
 echo "== fairseq-tree-preprocess: Multi30k en-de ($DATA), $WORKERS workers -> $DEST"
-time "$PY" -m fairseq_tree.cli.preprocess -s en -t de \
+time fairseq-tree-preprocess -s en -t de \
   --trainpref "$DATA/train" --validpref "$DATA/valid" --testpref "$DATA/test" \
   --parser stanza "${STANZA_ARGS[@]}" --bpe-merges "$BPE_MERGES" --joined-dictionary \
   --workers "$WORKERS" --on-error skip --destdir "$DEST"
