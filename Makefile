@@ -13,7 +13,7 @@ export MKL_NUM_THREADS := 1
 # handed out in collection order (the slowest files first: tests/conftest.py); TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv test test-fast lint demo bench clean
 
 venv: $(STAMP)
 
@@ -29,8 +29,14 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/python -c "import fairseq, fairseq_tree, stanza, torch; print('fairseq', fairseq.__version__, 'torch', torch.__version__)"
 	touch $(STAMP)
 
+# everything, as CI runs it: tests/integration (the real CLIs, training, the recipes, the installed package) and
+# tests/unit; the files marked slow are handed to the workers first (tests/conftest.py)
 test: lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+
+# the unit tests only (no CLI, no training run): the loop to run while editing
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests/unit
 
 # ruff.toml: pyflakes, pycodestyle, import order, bugbear; part of `make test`, so CI runs it.
 lint: $(STAMP)

@@ -95,15 +95,15 @@ def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
 
 # ---------------------------------------------------------------- order (make test: pytest-xdist, --dist loadfile)
 
-#: The files that take minutes, longest first (measured 2026-11-25: the recipe's end-to-end test alone takes 7-8
-#: minutes). With --no-loadscope-reorder (the Makefile's), xdist's --dist loadfile hands files to its workers in
-#: collection order (by default it reorders them by their number of tests): collected last, the recipe ran alone on
-#: one worker for the suite's last minutes; collected first, it runs beside the rest.
-SLOW_FILES = ("test_tree2seq_recipe.py", "test_tree2seq.py", "test_preprocess_shards.py", "test_preprocess.py",
-              "test_lal_cli.py", "test_tree_induction.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    """The files of :data:`SLOW_FILES` first, in that order; a stable sort keeps every file's own order."""
-    rank = {name: i for i, name in enumerate(SLOW_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))
+    """The files marked ``pytestmark = pytest.mark.slow(minutes=M)`` first, longest first, then the rest of
+    tests/integration, then tests/unit; a stable sort keeps every file's own order. With --no-loadscope-reorder (the
+    Makefile's), xdist's --dist loadfile hands files to its workers in this order (by default it reorders them by
+    their number of tests, and the 7-8 minute recipe test then ran alone at the end)."""
+    def rank(item):
+        slow = item.get_closest_marker("slow")
+        if slow is not None:
+            return (0, -float(slow.kwargs.get("minutes", 1)))
+        return (1 if "integration" in item.path.parts else 2, 0.0)
+
+    items.sort(key=rank)

@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from fairseq_tree.inference.checkpoint import load_checkpoint
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
@@ -54,7 +56,6 @@ def main(argv=None):
     p.add_argument("--subset", default="test")
     p.add_argument("--max-tokens", type=int, default=4096)
     a = p.parse_args(argv)
-    from fairseq_tree.inference.checkpoint import load_checkpoint
 
     models, _, task = load_checkpoint(a.path, a.data)
     model = models[0]
@@ -64,7 +65,6 @@ def main(argv=None):
         print(f"decoder layer {k}: Target->Nodes {s:.2f}%")
     print(f"overall: Target->Nodes {r['target_to_nodes_overall']:.2f}%")
     print(json.dumps(r))
-
 
 
 def cli_main() -> None:

@@ -157,5 +157,6 @@ def cli_main() -> int:
         return 1
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(cli_main())

@@ -187,5 +187,6 @@ def cli_main(argv=None) -> None:
     except UnsafeCheckpointError as e:
         sys.exit(f"fairseq-tree-induce: error: {e}")
 
+
 if __name__ == "__main__":
     cli_main()

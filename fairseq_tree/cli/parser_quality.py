@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tree.evaluation import bracket_f1, unsupervised
+from fairseq_tree.parsers import ParseError, build_parser
 from fairseq_tree.trees import atomic_write_text, read_parse_trees, to_brackets
 
 
@@ -32,7 +33,6 @@ def build_backend(args):
     """The pipeline's parser backend for ``args.parser`` (None for ``right``), loaded once for every gold file."""
     if args.parser == "right":
         return None
-    from fairseq_tree.parsers import build_parser
 
     if args.parser == "stanza":
         return build_parser("stanza", model_dir=args.stanza_model_dir, batch_size=args.batch_size)
@@ -40,8 +40,6 @@ def build_backend(args):
 
 
 def parse(backend, name, sentences):
-    from fairseq_tree.parsers import ParseError
-
     out = backend.parse_all(sentences)
     failed = [r for r in out if isinstance(r, ParseError)]
     if failed:  # a blank line is EVALB's "skip": counted in evalb_skipped, never silently dropped
@@ -78,7 +76,6 @@ def main(argv=None):
         print(json.dumps(r))
         results.append(r)
     return results
-
 
 
 def cli_main() -> None:

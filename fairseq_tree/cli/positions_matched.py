@@ -105,7 +105,6 @@ def main(argv=None):
               f"({c['nodes'] / max(c['leaves'], 1):.2f} per leaf)", file=sys.stderr)
 
 
-
 def cli_main() -> None:
     sys.exit(main(sys.argv[1:]) or 0)
 

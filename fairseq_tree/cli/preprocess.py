@@ -211,5 +211,6 @@ def cli_main(argv=None) -> int:
         return 1
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(cli_main())

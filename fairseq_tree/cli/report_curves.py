@@ -60,7 +60,6 @@ def main(argv=None):
         fig.savefig(args.png, dpi=120)
 
 
-
 def cli_main() -> None:
     sys.exit(main(sys.argv[1:]) or 0)
 

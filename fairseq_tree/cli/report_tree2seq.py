@@ -155,7 +155,6 @@ def main(argv=None):
         plot(points, args.png)
 
 
-
 def cli_main() -> None:
     sys.exit(main(sys.argv[1:]) or 0)
 

@@ -88,5 +88,6 @@ def main(argv=None) -> dict:
 def cli_main() -> None:
     main()
 
+
 if __name__ == "__main__":
     cli_main()

@@ -31,7 +31,6 @@ def main(argv=None):
     Path(args.output + ".tmp").replace(args.output)
 
 
-
 def cli_main() -> None:
     sys.exit(main(sys.argv[1:]) or 0)
 

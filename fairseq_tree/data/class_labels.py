@@ -118,7 +118,6 @@ def node_inputs(labels: Sequence[str], mode: str) -> List[str]:
     return list(labels) if mode == "syntax" else [NODE_SYMBOL] * len(labels)
 
 
-
 def unit_logits_and_targets(net_output: dict, sample: dict):
     """([B, N + M, C] logits of leaves then nodes, [B, N + M] targets), or (None, None) for a model that
     classifies sentences only."""

@@ -455,5 +455,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     train(args)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -49,8 +49,10 @@ py -m fairseq_tree.cli.preprocess -s en -t xx --trainpref "$D/t" --validpref "$D
   --joined-dictionary --destdir "$D/t2s" --workers 1 > "$D/t2s.log" 2>&1 && ok "fairseq-tree-preprocess"
 train "$D/t2s" tree_translation tree2seq_tiny "$WORK/t2s" --share-all-embeddings --max-tokens 2000
 py -m fairseq_cli.generate "$D/t2s" --user-dir "$UD" --task tree_translation --path "$WORK/t2s/checkpoint_last.pt" \
-  --beam 2 --max-len-b 3 --cpu --batch-size 16 --gen-subset valid > "$WORK/t2s.gen" 2>&1
-[ "$(grep -c '^H-' "$WORK/t2s.gen")" = 40 ] && ok "fairseq-generate: 40 hypotheses"
+  --beam 2 --max-len-b 3 --cpu --batch-size 16 --gen-subset valid --scoring sacrebleu > "$WORK/t2s.gen" 2>&1 \
+  || { tail -n 20 "$WORK/t2s.gen"; exit 1; }
+[ "$(grep -c '^H-' "$WORK/t2s.gen")" = 40 ] || { echo "fairseq-generate: not 40 hypotheses"; exit 1; }
+ok "fairseq-generate: 40 hypotheses"
 py -c "from fairseq_tree.models.tree2seq_transformer import Tree2SeqModel as M; import sys
 h = M.from_pretrained('$WORK/t2s', 'checkpoint_last.pt', '$D/t2s'); print(type(h.translate(sys.argv[1], beam=1)).__name__)" \
   "$(head -n 1 "$D/t.en")" | grep -q str && ok "hub translate"

@@ -8,6 +8,8 @@ import pytest
 from conftest import BIN, SHARED, run_command
 from test_preprocess import load, run_cli
 
+pytestmark = pytest.mark.slow(minutes=4)  # measured: the file on one xdist worker
+
 PTB = SHARED / "data" / "ptb_sample"
 KEYS = ("en-xx.en", "en-xx.en.nodes", "en-xx.en.spans", "en-xx.xx")
 FIXED = ("dict.en.txt", "dict.xx.txt", "dict.en.labels.txt", "bpe.codes")

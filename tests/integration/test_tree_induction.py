@@ -16,6 +16,8 @@ from fairseq.data import Dictionary
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy, mask_sentence
 
+pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker
+
 PTB = SHARED / "data" / "ptb_sample"
 
 # ------------------------------------------------------------------------------------------ masking

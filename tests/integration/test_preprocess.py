@@ -11,6 +11,8 @@ from fairseq.data import Dictionary, data_utils
 from fairseq_tree.text.tokenize import InputError, Tokenizer, check_line, ptb_fixups
 from fairseq_tree.trees import read_tree_lines
 
+pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker
+
 PTB = SHARED / "data" / "ptb_sample"
 M30K = SHARED / "data" / "multi30k"
 

@@ -8,6 +8,8 @@ import pytest
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 
+pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker
+
 PTB = SHARED / "data" / "ptb_sample"
 
 @pytest.fixture(scope="module")

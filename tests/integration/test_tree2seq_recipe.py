@@ -6,7 +6,10 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO, SHARED, run_command
+
+pytestmark = pytest.mark.slow(minutes=8)  # measured: the file on one xdist worker
 
 M30K = SHARED / "data" / "multi30k"
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import SHARED
 
 PTB = SHARED / "data" / "ptb_sample"
-EXPECTED = Path(__file__).resolve().parent / "data" / "trees_views.json"
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "trees_views.json"
 needs_ptb = pytest.mark.skipif(not (PTB / "valid.mrg").exists(), reason="no shared PTB sample")
 
 

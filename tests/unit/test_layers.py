@@ -7,7 +7,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "fairseq_tree"
+PACKAGE = Path(__file__).resolve().parents[2] / "fairseq_tree"
 
 #: lowest first: a layer may import itself and the layers before it
 LAYERS = ["utils", "safe_loading", "text", "trees", "evaluation", "data", "modules", "inference", "parsers",
