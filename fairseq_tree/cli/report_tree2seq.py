@@ -156,7 +156,8 @@ def main(argv=None):
 
 
 def cli_main() -> None:
-    sys.exit(main(sys.argv[1:]) or 0)
+    rc = main(sys.argv[1:])
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from fairseq_tree.preprocess.stanza_train import main as _main
 
 
 def cli_main() -> None:
-    sys.exit(_main(sys.argv[1:]) or 0)
+    rc = _main(sys.argv[1:])
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,15 @@ MODELS=${MODELS:-"constituent_transformer structformer mlm_transformer mlm_trans
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 PY=${PYTHON:-python}
+export PATH=$(dirname "$(command -v "$PY")"):$PATH  # its console scripts (fairseq-train, fairseq-tree-*)
 D=$SHARED/data
 mkdir -p "$WORK/text"
 if [ ! -f "$WORK/data-bin/dict.txt" ]; then
   TEXT=""
   [ "$CORPUS" = all ] && TEXT="--text $D/multi30k/train.en"
-  $PY -m fairseq_tree.data.induction_text --out "$WORK/text/train.txt" \
+  fairseq-tree-induction-text --out "$WORK/text/train.txt" \
     --treebank "$D/ptb_sample/train.mrg" "$D/wsj22/wsj22.mrg" $TEXT
-  $PY -m fairseq_tree.data.induction_text --out "$WORK/text/valid.txt" --treebank "$D/ptb_sample/valid.mrg"
+  fairseq-tree-induction-text --out "$WORK/text/valid.txt" --treebank "$D/ptb_sample/valid.mrg"
   fairseq-preprocess --only-source --trainpref "$WORK/text/train.txt" --validpref "$WORK/text/valid.txt" \
     --destdir "$WORK/data-bin" --nwordssrc 10000 --workers 2
 fi

@@ -25,10 +25,11 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 PY=${PYTHON:-python}
+export PATH=$(dirname "$(command -v "$PY")"):$PATH  # its console scripts (fairseq-train, fairseq-tree-*)
 D=$SHARED/data
 mkdir -p "$WORK"
 if [ ! -f "$WORK/data-bin/parsing.json" ]; then
-  $PY -m fairseq_tree.data.parsing_data --destdir "$WORK/data-bin" \
+  fairseq-tree-parsing-data --destdir "$WORK/data-bin" \
     --train "$D/ptb_sample/train.mrg" --train-dep "$D/ptb_sample/train.conllu" \
     --valid "$D/wsj22/wsj22.mrg" --valid-dep "$D/wsj22/wsj22.sd.conll" \
     --test "$D/ptb_sample/valid.mrg" --test-dep "$D/ptb_sample/valid.conllu"
@@ -82,7 +83,7 @@ PYEOF
   for S in ptbvalid wsj22; do
     if [ $S = ptbvalid ]; then IN=$D/ptb_sample/valid.mrg; DEP=$D/ptb_sample/valid.conllu; else IN=$D/wsj22/wsj22.mrg; DEP=$D/wsj22/wsj22.sd.conll; fi
     PLOT=""; [ $S = ptbvalid ] && PLOT="--plot"
-    $PY -m fairseq_tree.cli.parse --path "$CK/checkpoint_best.pt" --input "$IN" --gold "$IN" \
+    fairseq-tree-parse --path "$CK/checkpoint_best.pt" --input "$IN" --gold "$IN" \
       --gold-dep "$DEP" --output "$WORK/parse_${C}_$S" $PLOT | tail -1 > "$WORK/scores_${C}_$S.json"
   done
   [ -f "$WORK/parse_${C}_ptbvalid.attention.png" ] && mv "$WORK/parse_${C}_ptbvalid.attention.png" "$WORK/attention_$C.png"

@@ -11,7 +11,7 @@ if [ $# -lt 2 ]; then
 fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ -x "$REPO/.venv/bin/python" ]; then PY="$REPO/.venv/bin/python"; else PY="python"; fi
-export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
-exec fairseq-tree-train-stanza "$@"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+if [ -x "$REPO/.venv/bin/python" ]; then PY="${PYTHON:-$REPO/.venv/bin/python}"; else PY="${PYTHON:-python3}"; fi
+# the console script of the same environment as $PY, venv or not
+exec "$(dirname "$(command -v "$PY")")/fairseq-tree-train-stanza" "$@"
