@@ -372,6 +372,21 @@ def tree2seq_wmt_en_de_big(args):
     tree2seq_base(args)
 
 
+@register_model_architecture("tree2seq", "tree2seq_multi30k_tiny")
+def tree2seq_multi30k_tiny(args):
+    """The size of Wu et al. 2021's text-only ``transformer_tiny`` on Multi30k (github LividWo/Revisit-MMT,
+    fairseq/models/transformer.py): d 128, FFN 256, 4 heads, 4 + 4 layers."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 256)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.encoder_layers = getattr(args, "encoder_layers", 4)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 128)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 256)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    args.decoder_layers = getattr(args, "decoder_layers", 4)
+    tree2seq_base(args)
+
+
 @register_model_architecture("tree2seq", "tree2seq_tiny")
 def tree2seq_tiny(args):
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
