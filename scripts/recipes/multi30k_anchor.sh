@@ -7,8 +7,11 @@
 # goes on from its checkpoint_last.pt, finished runs are skipped.
 #
 #   scripts/recipes/multi30k_anchor.sh WORK_DIR
-#   env: RUNS="transformer"  rows to train, in this order (transformer, tree2seq_lal, tree2seq_trivial)
-#        SEEDS="1"  TGT=de  UPDATES=8000  PATIENCE=10  DEVICE=cpu|cuda  THREADS=1
+#   env: RUNS="transformer"  rows to train, in this order: transformer (fairseq's translation task, stock),
+#                            tree2seq_trivial (right-branching trees over the words), tree2seq_lal (LAL_MODEL=CKPT:
+#                            a lal_parser trained --no-pos-tags on lowercased treebank words, as the text is)
+#        SEEDS="1"  TGT=de  UPDATES=8000  PATIENCE=10  AVERAGE=10  DEVICE=cpu|cuda  THREADS=1
+#        GEN_EXTRA="..." more fairseq-generate flags (tests: --max-len-a 0 --max-len-b 5)
 #        REVISIT=../shared/data/multi30k_revisit (their files; read from the public repository when absent is left
 #        to the user: git clone https://github.com/LividWo/Revisit-MMT, data/multi30k-en-TGT/)
 #        M30K=../shared/data/multi30k (the raw cased text: sacreBLEU's references, lowercased)
@@ -30,6 +33,7 @@ SEEDS=${SEEDS:-1}
 TGT=${TGT:-de}
 UPDATES=${UPDATES:-8000}
 PATIENCE=${PATIENCE:-10}
+AVERAGE=${AVERAGE:-10}  # the last N epoch checkpoints averaged (theirs: 10)
 DEVICE=${DEVICE:-cpu}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=()
 DATA=$WORK/data-bin/en-$TGT
@@ -46,6 +50,54 @@ if [ ! -f "$DATA/.done" ]; then
   touch "$DATA/.done"
 fi
 
+# 1b. the tree rows' data: their tokenized lowercased English words (*.bert.en) as the source text, their German
+#    with BPE undone as the target, their BPE codes and joint dictionary; trees given (trivial) or parsed (lal).
+#    The check below asserts that the binarized target is fairseq-preprocess's, token for token, and the tree
+#    leaves are its source tokens (no EOS on a tree source): the same words, the same BPE, the same ids.
+TEXT=$WORK/text/en-$TGT
+if [ ! -f "$TEXT/.done" ]; then
+  mkdir -p "$TEXT"
+  for s in train valid test; do
+    src=$s; [ $s = test ] && src=test.2016
+    cp "$REVISIT/en-$TGT/$src.bert.en" "$TEXT/$s.en"
+    sed -r 's/(@@ )|(@@ ?$)//g' "$REVISIT/en-$TGT/$src.$TGT" > "$TEXT/$s.$TGT"
+  done
+  touch "$TEXT/.done"
+fi
+tree_databin() {  # src (trivial|lal) -> WORK/data-bin/src.en-TGT
+  local out=$WORK/data-bin/$1.en-$TGT
+  [ -f "$out/.done" ] && return 0
+  local parse=()
+  case $1 in
+    trivial)
+      local T=$WORK/trees/trivial.en-$TGT && mkdir -p "$T"
+      for s in train valid test; do  # flat (S (X w) ...) trees, then right-branching X nodes over them
+        awk '{ out = "(S"; for (i = 1; i <= NF; i++) { w = $i; gsub(/\(/, "-LRB-", w); gsub(/\)/, "-RRB-", w)
+               out = out " (X " w ")" } print out ")" }' "$TEXT/$s.en" > "$T/$s.flat"
+        fairseq-tree-trivial-trees "$T/$s.flat" "$T/$s.en.trees" --shape right
+      done
+      parse=(--parser given --trees-dir "$T") ;;
+    lal) parse=(--parser lal --parser-model "${LAL_MODEL:?RUNS has tree2seq_lal: LAL_MODEL=CKPT}") ;;
+  esac
+  fairseq-tree-preprocess -s en -t "$TGT" --trainpref "$TEXT/train" --validpref "$TEXT/valid" --testpref "$TEXT/test" \
+    --tokenize none "${parse[@]}" --bpe-codes "$REVISIT/en-$TGT/code" --srcdict "$DATA/dict.en.txt" \
+    --tgtdict "$DATA/dict.$TGT.txt" --workers "$THREADS" --on-error fail --destdir "$out"
+  "$PY" - "$DATA" "$out" "$TGT" <<'PYEOF'
+import sys
+from fairseq.data import data_utils
+ref, tree, tgt = sys.argv[1:]
+for split in ("train", "valid", "test"):
+    load = lambda d, side: data_utils.load_indexed_dataset(f"{d}/{split}.en-{tgt}.{side}", None, "mmap")
+    a, b = load(ref, tgt), load(tree, tgt)
+    sa, sb = load(ref, "en"), load(tree, "en")
+    assert len(a) == len(b) == len(sa) == len(sb), (split, len(a), len(b))
+    bad = [i for i in range(len(a)) if a[i].tolist() != b[i].tolist() or sa[i].tolist()[:-1] != sb[i].tolist()]
+    assert not bad, f"{split}: {len(bad)} sentences differ from fairseq-preprocess's, the first: {bad[:5]}"
+    print(f"{tree} {split}: {len(a)} sentences, the same target and source tokens as {ref}")
+PYEOF
+  touch "$out/.done"
+}
+
 # 2. train: the model flags of their transformer_tiny and the defaults of their fork, written out
 TINY=(--share-all-embeddings --encoder-embed-dim 128 --decoder-embed-dim 128 --encoder-ffn-embed-dim 256
   --decoder-ffn-embed-dim 256 --encoder-layers 4 --decoder-layers 4 --encoder-attention-heads 4
@@ -53,12 +105,15 @@ TINY=(--share-all-embeddings --encoder-embed-dim 128 --decoder-embed-dim 128 --e
 OPTIM=(--optimizer adam --adam-betas '(0.9,0.98)' --clip-norm 25 --lr 0.005 --lr-scheduler inverse_sqrt
   --warmup-updates 2000 --warmup-init-lr 1e-07 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
   --max-tokens 4096 --update-freq 2)
-SCHEDULE=(--max-update "$UPDATES" --patience "$PATIENCE" --keep-last-epochs 10 --log-format simple --log-interval 10
+SCHEDULE=(--max-update "$UPDATES" --patience "$PATIENCE" --keep-last-epochs "$AVERAGE" --log-format simple --log-interval 10
   --num-workers 0)
 flags() {  # run seed -> the flags that make the run what it is (its flags.txt)
   case $1 in
     transformer) echo "$DATA --task translation --arch transformer ${TINY[*]} ${OPTIM[*]} --seed $2 -s en -t $TGT ${DEV_FLAGS[*]}" ;;
-    *) echo "unknown run $1 (transformer)" >&2; return 2 ;;
+    tree2seq_trivial|tree2seq_lal) echo "$WORK/data-bin/${1#tree2seq_}.en-$TGT --task tree_translation" \
+      "--arch tree2seq_multi30k_tiny --share-all-embeddings --dropout 0.3 ${OPTIM[*]} --tree-batch-by leaves" \
+      "--seed $2 -s en -t $TGT ${DEV_FLAGS[*]}" ;;
+    *) echo "unknown run $1 (transformer, tree2seq_trivial, tree2seq_lal)" >&2; return 2 ;;
   esac
 }
 run() {  # run seed
@@ -71,9 +126,10 @@ run() {  # run seed
     return 2
   fi
   echo "$f" > "$dir/flags.txt"
+  local ud=("${UD[@]}"); [ "$1" = transformer ] || ud=(--user-dir "$REPO/fairseq_tree")  # tree rows need the plugin
   echo "== $(date -u +%FT%TZ) start/resume" >> "$dir/train.log"
   # shellcheck disable=SC2046  # the recorded flags, word-split (none holds a space)
-  fairseq-train "${UD[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f >> "$dir/train.log" 2>&1
+  fairseq-train "${ud[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f >> "$dir/train.log" 2>&1
   touch "$dir/.done"
 }
 # 3. evaluate as they do: the last 10 epoch checkpoints averaged, beam 5, fairseq's BLEU on their tokenized
@@ -81,11 +137,14 @@ run() {  # run seed
 evaluate() {  # run seed
   local dir=$WORK/ckpt/$TGT/$1_s$2
   [ -f "$dir/result.json" ] && return 0
-  [ -f "$dir/checkpoint_avg10.pt" ] || fairseq-tree-average --inputs "$dir" --num-epoch-checkpoints 10 \
+  [ -f "$dir/checkpoint_avg10.pt" ] || fairseq-tree-average --inputs "$dir" --num-epoch-checkpoints "$AVERAGE" \
     --output "$dir/checkpoint_avg10.pt"
   for split in valid test; do
-    fairseq-generate "$DATA" "${UD[@]}" --task translation -s en -t "$TGT" --path "$dir/checkpoint_avg10.pt" --gen-subset "$split" \
-      --beam 5 --batch-size 128 --remove-bpe "${DEV_FLAGS[@]}" > "$dir/$split.gen.tmp" 2>&1
+    local data=$DATA task=translation
+    [ "$1" = transformer ] || { data=$WORK/data-bin/${1#tree2seq_}.en-$TGT; task=tree_translation; }
+    fairseq-generate "$data" --user-dir "$REPO/fairseq_tree" --task $task -s en -t "$TGT" \
+      --path "$dir/checkpoint_avg10.pt" --gen-subset "$split" \
+      --beam 5 --batch-size 128 --remove-bpe "${DEV_FLAGS[@]}" ${GEN_EXTRA:-} > "$dir/$split.gen.tmp" 2>&1
     mv "$dir/$split.gen.tmp" "$dir/$split.gen"
   done
   fairseq-tree-report translation "$dir" --reference "$M30K/test.$TGT" --lang "$TGT" --lowercase \
@@ -95,6 +154,7 @@ evaluate() {  # run seed
 }
 for seed in $SEEDS; do
   for r in $RUNS; do
+    [ "$r" = transformer ] || tree_databin "${r#tree2seq_}"
     run "$r" "$seed"
     evaluate "$r" "$seed"
   done

@@ -8,7 +8,7 @@ import pytest
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
 
-pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker
+pytestmark = pytest.mark.slow(minutes=1.5)  # measured: the file on one xdist worker (2026-11-25)
 
 PTB = SHARED / "data" / "ptb_sample"
 

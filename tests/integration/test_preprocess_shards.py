@@ -8,7 +8,7 @@ import pytest
 from conftest import BIN, SHARED, run_command
 from test_preprocess import load, run_cli
 
-pytestmark = pytest.mark.slow(minutes=4)  # measured: the file on one xdist worker
+pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker (2026-11-25)
 
 PTB = SHARED / "data" / "ptb_sample"
 KEYS = ("en-xx.en", "en-xx.en.nodes", "en-xx.en.spans", "en-xx.xx")

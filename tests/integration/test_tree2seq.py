@@ -13,7 +13,7 @@ from conftest import BIN, REPO, SHARED, assert_safe_checkpoint
 from fairseq import options, tasks
 from fairseq.dataclass.configs import GenerationConfig
 
-pytestmark = pytest.mark.slow(minutes=6)  # measured: the file on one xdist worker
+pytestmark = pytest.mark.slow(minutes=3.5)  # measured: the file on one xdist worker (2026-11-25)
 
 USER_DIR = str(REPO / "fairseq_tree")
 PTB = SHARED / "data" / "ptb_sample"

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import REPO, SHARED, run_command
 
-pytestmark = pytest.mark.slow(minutes=8)  # measured: the file on one xdist worker
+pytestmark = pytest.mark.slow(minutes=6)  # measured: the file on one xdist worker (2026-11-25)
 
 M30K = SHARED / "data" / "multi30k"
 

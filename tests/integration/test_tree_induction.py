@@ -16,7 +16,7 @@ from fairseq.data import Dictionary
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy, mask_sentence
 
-pytestmark = pytest.mark.slow(minutes=3)  # measured: the file on one xdist worker
+pytestmark = pytest.mark.slow(minutes=2)  # measured: the file on one xdist worker (2026-11-25)
 
 PTB = SHARED / "data" / "ptb_sample"
 
