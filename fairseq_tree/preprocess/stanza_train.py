@@ -20,14 +20,14 @@ Steps (progress is logged to stderr, the trainers' full output goes to OUTDIR/lo
    text): PPMI + truncated SVD with scipy, or random vectors if scipy is missing; written as a stanza
    ``pretrain.pt`` with ``Pretrain(abs_pt_path, vec_path).load()``.
 5. **Tagger**: ``stanza.models.tagger`` in a subprocess. **Parser**: ``stanza.models.constituency_parser`` in a
-   subprocess with monkeypatches (a Python labeled-bracket scorer instead of CoreNLP's Java EvalB, a no-op
+   subprocess with monkeypatches (the project's EVALB scorer instead of CoreNLP's Java EvalB, a no-op
    ``download_resources_json`` and ``download_method=None`` for the retagging pipeline), retagging the training
    trees with our tagger (``--retag_method xpos``).
    Both subprocesses run with ``STANZA_RESOURCES_DIR=OUTDIR`` (set before stanza is imported) and a socket guard
    that makes any internet connection fail at once, so nothing can hang on the network.
 6. **Evaluation**: the finished pipeline (our tagger + parser, gold words in) parses the dev set; labeled-bracket
-   P/R/F1 (ROOT and preterminals excluded, punctuation included, no EVALB parameter file: not comparable to
-   published numbers) and tagging accuracy go to model_info.json with the parse speed.
+   P/R/F1 by the project's EVALB (COLLINS.prm, :mod:`fairseq_tree.evaluation.bracket_f1`, as fractions) and
+   tagging accuracy go to model_info.json with the parse speed.
 
 Output: OUTDIR/{pos.pt, constituency.pt, pretrain.pt, resources.json, model_info.json}, plus data/ and logs/.
 Checkpoint files (``*_checkpoint.pt``) are deleted. Size presets: ``tiny`` (~20-30 s, junk trees, for tests),
@@ -49,7 +49,8 @@ import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from fairseq_tree.parsers.stanza_parser import StanzaParser
+from fairseq_tree.evaluation.bracket_f1 import EvalbScorer, as_evalb
+from fairseq_tree.parsers.stanza_parser import StanzaParser, tree_to_brackets
 
 # data preparation (steps 1-4); re-exported for the tests and for callers of this module
 from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
@@ -62,6 +63,7 @@ from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
     write_conllu,
     write_mrg,
 )
+from fairseq_tree.trees import tree_from_brackets
 
 logger = logging.getLogger("stanza_train")
 
@@ -120,39 +122,18 @@ def install_socket_guard() -> None:
     socket.create_connection = refuse
 
 
-def labeled_brackets(tree) -> collections.Counter:
-    """Counter of (label, start, end) for every internal node except ROOT and preterminals (stanza Tree)."""
-    out: collections.Counter = collections.Counter()
-    stack = [(tree, False)]
-    starts: List[int] = []
-    pos = 0
-    while stack:  # iterative post-order
-        node, done = stack.pop()
-        if node.is_leaf() or node.is_preterminal():
-            pos += 1
-        elif not done:
-            starts.append(pos)
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children))
-        else:
-            start = starts.pop()
-            if node.label != "ROOT":
-                out[(node.label, start, pos)] += 1
-    return out
-
-
 def bracket_scores(pairs: Iterable[Tuple[object, object]]) -> dict:
-    matched = n_gold = n_pred = 0
-    tree_f1 = []
+    """Labelled-bracket precision, recall and F1 (fractions) of (gold, predicted) stanza trees, and each tree's F1,
+    by the project's one EVALB implementation (:mod:`fairseq_tree.evaluation.bracket_f1`, COLLINS.prm rules on the
+    EVALB view of the trees' brackets), which also scores every other parser here."""
+    scorer = EvalbScorer(delete_wrappers=True)  # stanza's ROOT is a wrapper, not a constituent
     for gold, pred in pairs:
-        g, p = labeled_brackets(gold), labeled_brackets(pred)
-        m, gs, ps = sum((g & p).values()), sum(g.values()), sum(p.values())
-        matched, n_gold, n_pred = matched + m, n_gold + gs, n_pred + ps
-        tree_f1.append(2 * m / (gs + ps) if gs + ps else 1.0)
-    prec = matched / n_pred if n_pred else 0.0
-    rec = matched / n_gold if n_gold else 0.0
-    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-    return {"precision": prec, "recall": rec, "f1": f1, "tree_f1": tree_f1, "trees": len(tree_f1)}
+        scorer.add(*(as_evalb(tree_from_brackets(tree_to_brackets(t), "join", one_word=True)) for t in (gold, pred)))
+    r = scorer.result()
+    tree_f1 = [2 * s.matched / (s.gold_brackets + s.pred_brackets) if s.gold_brackets + s.pred_brackets else 1.0
+               for s in scorer.sentences]
+    return {"precision": r["precision"] / 100, "recall": r["recall"] / 100, "f1": r["f1"] / 100,
+            "tree_f1": tree_f1, "trees": len(tree_f1)}
 
 
 class PyEvaluateParser:

@@ -210,3 +210,18 @@ def test_language_is_a_parameter_passed_to_stanza(tiny_stanza_models):
     assert de.nlp.lang == "de" and de.options["lang"] == "de"
     assert leaves(de.parse([SENTENCES[2]])[0]) == SENTENCES[2]
     assert pickle.loads(pickle.dumps(de)).nlp.lang == "de"  # a worker rebuilds it with its language
+
+
+def test_training_scores_with_the_projects_evalb():
+    """The dev F1 that selects stanza's checkpoints is the project's EVALB (COLLINS.prm, ROOT a wrapper): "The cat
+    sat ." gold S(0,3) NP(0,2) VP(2,3) (the period deleted), predicted S(0,3) NP(0,1) VP(1,3): one of three
+    brackets matched, P = R = F1 = 1/3."""
+    from stanza.models.constituency import tree_reader
+
+    from fairseq_tree.preprocess.stanza_train import bracket_scores
+
+    gold = tree_reader.read_trees("(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)))")[0]
+    pred = tree_reader.read_trees("(ROOT (S (NP (DT The)) (VP (NN cat) (VBD sat)) (. .)))")[0]
+    s = bracket_scores([(gold, pred), (gold, gold)])
+    assert s["tree_f1"] == pytest.approx([1 / 3, 1.0]) and s["trees"] == 2
+    assert s["precision"] == s["recall"] == s["f1"] == pytest.approx(4 / 6)
