@@ -1,7 +1,8 @@
 """fairseq-tree: a fairseq ``--user-dir`` plugin that puts syntax trees into Transformers.
 
-Importing the package applies the torch/numpy compatibility shims (:mod:`fairseq_tree.compat`) and
-registers the plugin's tasks, models and criterions with fairseq; nothing else happens at import.
+Importing the package registers the plugin's tasks, models and criterions with fairseq and makes the few changes
+outside itself that :mod:`fairseq_tree.compat` lists (a checkpoint allowlist, a clearer refusal, a numpy alias, an
+exit hook); it switches no safety off and leaves fairseq's own tasks' batching alone.
 """
 
 from fairseq_tree import compat as _compat
@@ -10,4 +11,4 @@ _compat.apply()
 
 from fairseq_tree import criterions, models, tasks  # noqa: E402,F401  (registration)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
