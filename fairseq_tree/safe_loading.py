@@ -19,7 +19,7 @@ import os
 import pickle
 import re
 from contextlib import contextmanager
-from typing import List
+from typing import Callable, List, Tuple, Union
 
 import torch
 
@@ -31,9 +31,10 @@ class UnsafeCheckpointError(pickle.UnpicklingError):
     how to opt out for a trusted file."""
 
 
-def allowlist() -> List[type]:
+def allowlist() -> List[Union[type, Tuple[Callable, str]]]:
     """The globals a fairseq / fairseq-tree checkpoint may name beyond torch's defaults (containers, tensors):
-    ``argparse.Namespace`` and numpy's scalar reconstruction (a float64 validation score)."""
+    ``argparse.Namespace`` (a data holder) and numpy's scalar reconstructor with the dtypes it takes (it rebuilds a
+    number, e.g. a float64 validation score, from its dtype and bytes, and runs nothing else)."""
     import numpy as np
 
     try:
@@ -47,7 +48,7 @@ def allowlist() -> List[type]:
 
 
 def register() -> None:
-    """Add :func:`allowlist` to torch's safe globals (data classes only: no callable is allowed by it), so that
+    """Add :func:`allowlist` to torch's safe globals (data holders and numpy's scalar reconstructor only), so that
     fairseq's own loads (fairseq-train resume, fairseq-generate, fairseq-interactive, distributed broadcasts)
     read fairseq checkpoints under torch's default ``weights_only=True``."""
     torch.serialization.add_safe_globals(allowlist())
