@@ -13,6 +13,7 @@ import sys
 
 from fairseq_tree.data.class_labels import ClassScheme
 from fairseq_tree.parsers import device_arg
+from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import add_launcher_args
 from fairseq_tree.preprocess.pipeline import run
 from fairseq_tree.preprocess.stages import PreprocessError
@@ -204,7 +205,7 @@ def cli_main(argv=None) -> int:
         get_parser().error("--workers and --shard-size must be positive")
 
     try:
-        run(args)
+        run(PreprocessConfig.from_args(args))
     except (PreprocessError, UnsafeCheckpointError) as e:
         logging.getLogger("fairseq_tree.preprocess").error("%s", e)
         print(f"fairseq-tree-preprocess: error: {e}", file=sys.stderr)

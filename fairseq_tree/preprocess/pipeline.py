@@ -19,6 +19,7 @@ resumes from the shards it completed; final files are renamed into place only wh
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -34,6 +35,7 @@ from fairseq_tree.data.binarize import build_dictionary, merge_datasets, token_d
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
 from fairseq_tree.preprocess import sharded_layout as layout
 from fairseq_tree.preprocess import stages
+from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import make_executor, run_stage_jobs
 from fairseq_tree.preprocess.stages import PreprocessError, Shard, StageConfig
 from fairseq_tree.text.bpe import learn_codes
@@ -138,14 +140,14 @@ def _fold(total: dict, meta: dict) -> dict:
     return total
 
 
-def _fingerprint(args, files: dict) -> str:
+def _fingerprint(args: PreprocessConfig, files: dict) -> str:
     keys = ["source_lang", "target_lang", "parser", "tokenize", "on_error", "unary", "max_positions",
             "num_shards", "shard_id", "dict_only", "srcdict", "tgtdict", "labeldict", "joined_dictionary",
             "bpe_codes", "bpe_merges", "only_source", "shard_size", "stanza_model_dir",
             "stanza_pos_model", "stanza_constituency_model", "stanza_pretrain", "stanza_lang", "parser_model",
             "parser_data",
             "task", "labels", "num_classes", "class_names", "binary", "node_inputs"]
-    desc = {k: getattr(args, k, None) for k in keys}
+    desc = {k: getattr(args, k) for k in keys}  # (named fields of the config: a fixed list, for resuming)
     desc["files"] = {split: {role: [p, os.path.getsize(p), os.path.getmtime(p)] for role, p in roles.items()}
                      for split, roles in files.items()}
     desc["version"] = WORK_VERSION
@@ -162,7 +164,7 @@ def _rate(n: int, seconds: float, workers: int) -> dict:
 # the pipeline
 # --------------------------------------------------------------------------------------------------
 
-def run(args) -> dict:
+def run(args: PreprocessConfig) -> dict:
     """The whole pipeline (see the module docstring); with ``--num-shards`` the outputs go into fairseq's
     sharded layout, with ``--shard-id`` one part of it is made, with ``--dict-only`` only the vocabularies
     (:mod:`fairseq_tree.preprocess.sharded_layout`)."""
@@ -172,8 +174,8 @@ def run(args) -> dict:
     src, tgt = args.source_lang, (None if args.only_source or classification else args.target_lang)
     if not args.only_source and not classification and not tgt:
         raise PreprocessError("--target-lang is required unless --only-source is given")
-    parts, part = getattr(args, "num_shards", None) or 1, getattr(args, "shard_id", None)
-    dict_only = getattr(args, "dict_only", False)
+    parts, part = args.num_shards or 1, args.shard_id
+    dict_only = args.dict_only
     destdir = args.destdir
     if part is not None:
         layout.fix_vocabularies(args, destdir, src, tgt)
@@ -276,12 +278,13 @@ def run(args) -> dict:
     return report
 
 
-def input_files(args, src: str, tgt_suffix: Optional[str], dict_only: bool) -> Dict[str, Dict[str, str]]:
+def input_files(args: PreprocessConfig, src: str, tgt_suffix: Optional[str],
+                dict_only: bool) -> Dict[str, Dict[str, str]]:
     """``{split: {role: path}}`` of the given prefixes (roles src, tgt, trees); the training split alone with
     ``--dict-only``."""
     files: Dict[str, Dict[str, str]] = {}
     for split in ("train",) if dict_only else SPLITS:
-        pref = getattr(args, f"{split}pref")
+        pref = {"train": args.trainpref, "valid": args.validpref, "test": args.testpref}[split]
         if not pref:
             continue
         roles = {"src": f"{pref}.{src}"}
@@ -295,9 +298,9 @@ def input_files(args, src: str, tgt_suffix: Optional[str], dict_only: bool) -> D
     return files
 
 
-def _launcher(args, destdir: str) -> Optional[tuple]:
+def _launcher(args: PreprocessConfig, destdir: str) -> Optional[tuple]:
     """``(submitit executor, jobs per pass)`` for ``--launcher``, or None for local worker processes."""
-    if not getattr(args, "launcher", None):
+    if not args.launcher:
         return None
 
     folder = args.launcher_dir or os.path.join(destdir, ".launcher")
@@ -305,7 +308,7 @@ def _launcher(args, destdir: str) -> Optional[tuple]:
     return make_executor(args, folder), jobs
 
 
-def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> dict:
+def dict_only_report(args: PreprocessConfig, files, by_split, bpe_by_split, dict_paths, total) -> dict:
     """``--dict-only``'s preprocess.json: the vocabularies and what the training split gave them."""
     from fairseq.data.dictionary import Dictionary
 
@@ -320,17 +323,18 @@ def dict_only_report(args, files, by_split, bpe_by_split, dict_paths, total) -> 
             "wall_seconds": round(total, 3)}
 
 
-def classification_options(args) -> Optional[dict]:
+def classification_options(args: PreprocessConfig) -> Optional[dict]:
     """The classification settings a worker needs (plain data), or None for translation."""
-    if getattr(args, "task", "translation") != "classification":
+    if args.task != "classification":
         return None
     return {"labels": args.labels, "num_classes": args.num_classes, "class_names": args.class_names,
             "binary": args.binary, "node_inputs": args.node_inputs}
 
 
 def parser_options(args) -> dict:
-    """The picklable keyword arguments of ``build_parser(args.parser, ...)`` (``{}`` for ``given``)."""
-    device = getattr(args, "device", None) or "cpu"
+    """The picklable keyword arguments of ``build_parser(args.parser, ...)`` (``{}`` for ``given``): ``args`` is a
+    :class:`PreprocessConfig` or the Namespace of a CLI with the same backend options (``fairseq-tree-classify``)."""
+    device = args.device or "cpu"
     if args.parser in ("lal", "induced"):
         return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size,
                 "device": device}
@@ -339,10 +343,11 @@ def parser_options(args) -> dict:
     return {"pos_model": args.stanza_pos_model, "constituency_model": args.stanza_constituency_model,
             "pretrain": args.stanza_pretrain, "model_dir": args.stanza_model_dir,
             "download": args.stanza_download, "batch_size": args.stanza_batch_size, "device": device,
-            "lang": getattr(args, "stanza_lang", "en")}
+            "lang": args.stanza_lang}
 
 
-def build_dictionaries(args, destdir: str, src: str, tgt: Optional[str], train_meta: dict) -> Dict[str, str]:
+def build_dictionaries(args: PreprocessConfig, destdir: str, src: str, tgt: Optional[str],
+                       train_meta: dict) -> Dict[str, str]:
     """Write dict.{src}.txt, dict.{tgt}.txt, dict.{src}.labels.txt from the training split's folded bpe meta
     (``counts``); returns role -> path."""
     from fairseq.data.dictionary import Dictionary
@@ -422,11 +427,12 @@ def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
             "filtered_lines": [e["line"] for e in filtered]}
 
 
-def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall, total) -> dict:
+def make_report(args: PreprocessConfig, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall,
+                total) -> dict:
     """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`)."""
     from fairseq.data.dictionary import Dictionary
 
-    report = {"command": vars(args) if not isinstance(args, dict) else args, "splits": {},
+    report = {"command": dataclasses.asdict(args), "splits": {},
               "dictionaries": {k: {"path": os.path.basename(p), "size": len(Dictionary.load(p))}
                                for k, p in dict_paths.items()}}
     report["command"] = {k: v for k, v in report["command"].items() if k != "func"}
@@ -438,7 +444,7 @@ def make_report(args, files, shards, parse_by_split, bpe_by_split, bin_by_split,
         filtered = pm.get("filtered", [])
         stats = Counter(xm.get("stats", {}))
         lines = pm["lines"]
-        classification = getattr(args, "task", "translation") == "classification"
+        classification = args.task == "classification"
         report["splits"][split] = {
             "files": roles, "lines": lines, "sentences": stats["sentences"],
             "skipped": len(skipped), "skipped_by_reason": dict(Counter(e["reason"] for e in skipped)),
