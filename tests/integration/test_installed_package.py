@@ -3,6 +3,7 @@ already has torch and fairseq, then, from a directory outside the repository, ev
 ``fairseq-tree-user-dir`` gives fairseq's ``--user-dir``, and fairseq-train, fairseq-generate and the hub run."""
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -37,8 +38,12 @@ def venv(tmp_path_factory):
     (Path(site) / "user_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PATH=f"{venv / 'bin'}:{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
-    # the editable install of the checkout must not be what this venv imports
-    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(REPO),
+    # built from a copy of the project's files (pip builds in the source tree: the checkout stays as it is)
+    src = root / "src"
+    shutil.copytree(REPO / "fairseq_tree", src / "fairseq_tree", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, src / name)
+    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(src),
         cwd=root, env=env)
     return root, py, env
 
