@@ -37,7 +37,7 @@ def apply() -> None:
 
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 6):
         warnings.warn(f"fairseq-tree: torch {torch.__version__} loads checkpoints with full pickle by default "
-                      "(weights_only=False) in fairseq's own CLIs; use torch >= 2.6 for safe loading everywhere",
+                      "in fairseq's own CLIs; use torch >= 2.6 for safe loading everywhere",
                       stacklevel=2)
     safe_loading.register()
     safe_loading.guard_fairseq_loader()

@@ -5,7 +5,7 @@ trivial right-branching control) run on the words of gold treebanks, scored as t
     fairseq-tree-parser-quality --parser lal --parser-model ckpt_lal/checkpoint_best.pt --out DIR
     fairseq-tree-parser-quality --parser induced --parser-model ckpt_sf/checkpoint_best.pt --out DIR
     fairseq-tree-parser-quality --parser right --out DIR
-    [--gold ../shared/data/wsj22/wsj22.mrg ../shared/data/ptb_sample/valid.mrg]
+    ... --gold GOLD.mrg [GOLD.mrg ...] (required: e.g. WSJ section 22 and a held-out PTB file)
 
 The backend sees exactly what the pipeline gives it: the words only (gold -NONE- elements removed; no gold POS
 tags), so the scores are those of the trees behind the BLEU. ``right`` keeps the gold POS tags (as
@@ -54,7 +54,7 @@ def main(argv=None):
     ap.add_argument("--parser-data", help="lal / induced: its data directory (default: recorded in the checkpoint)")
     ap.add_argument("--stanza-model-dir", help="stanza: the directory of scripts/recipes/train_stanza_parser.sh")
     ap.add_argument("--gold", nargs="+", required=True, metavar="MRG",
-                    help="gold treebanks, e.g. shared/data/wsj22/wsj22.mrg shared/data/ptb_sample/valid.mrg")
+                    help="gold treebanks (.mrg), e.g. wsj22.mrg and a held-out PTB file")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)

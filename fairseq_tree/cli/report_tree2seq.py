@@ -21,16 +21,15 @@ import statistics
 import sys
 from pathlib import Path
 
-from fairseq_tree.evaluation.translation_runs import mean_sd, segments_seconds, training  # noqa: F401
+from fairseq_tree.evaluation.translation_runs import RunError, fairseq_bleu, mean_sd, training
+from fairseq_tree.evaluation.translation_runs import paired_p as translation_paired_p
 
 
 def bleu(gen: Path) -> float:
-    if not gen.is_file():
-        raise SystemExit(f"{gen}: missing (the run has not finished, or its generation failed)")
-    m = re.search(r"BLEU = ([\d.]+)", gen.read_text())
-    if not m:
-        raise SystemExit(f"{gen}: no 'BLEU = ' line (generation failed or was cut)")
-    return float(m.group(1))
+    try:
+        return fairseq_bleu(gen)
+    except RunError as e:
+        raise SystemExit(str(e)) from None
 
 
 def outputs(gen: Path):
@@ -49,19 +48,13 @@ def outputs(gen: Path):
 
 
 def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
-    """p-value of the BLEU difference between two systems' test outputs by sacreBLEU's paired bootstrap
-    resampling (Koehn, 2004; sacrebleu --paired-bs, same seed 12345): how often resampled test sets give
-    a difference at least this far from the resampled mean."""
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
-
+    """:func:`~fairseq_tree.evaluation.translation_runs.paired_p` of two systems' test outputs (their D- lines)
+    against their common references (T- lines)."""
     base, refs = outputs(base_gen)
     hyps, other_refs = outputs(gen)
     if other_refs != refs:
         raise SystemExit(f"{gen} and {base_gen}: the references differ (not the same test set)")
-    _, scores = PairedTest([("baseline", base), ("system", hyps)], {"BLEU": BLEU()}, [refs], test_type="bs",
-                           n_samples=samples)()
-    return scores["BLEU"][1].p_value
+    return translation_paired_p(base, hyps, refs, samples)
 
 
 def quality_scores(work: Path, src: str) -> list:

@@ -38,7 +38,7 @@ def fairseq_bleu(gen: Path) -> float:
     sacreBLEU score it prints (``--scoring sacrebleu``)."""
     m = re.search(r"BLEU4? = ([\d.]+)", _text(gen))
     if not m:
-        raise RunError(f"{gen}: no 'BLEU = ' / 'BLEU4 = ' line (generation failed or was cut)")
+        raise RunError(f"{gen}: no 'BLEU = ' line (nor fairseq's 'BLEU4 = '; generation failed or was cut)")
     return float(m.group(1))
 
 

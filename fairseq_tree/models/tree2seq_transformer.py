@@ -336,6 +336,14 @@ def tree_defaults(args) -> None:
             setattr(args, name, getattr(defaults, name))
 
 
+def _size(args, dim: int, ffn: int, heads: int, layers: int) -> None:
+    """Encoder and decoder of the same size; options given on the command line win (fairseq's getattr rule)."""
+    for side in ("encoder", "decoder"):
+        for name, value in (("embed_dim", dim), ("ffn_embed_dim", ffn), ("attention_heads", heads),
+                            ("layers", layers)):
+            setattr(args, f"{side}_{name}", getattr(args, f"{side}_{name}", value))
+
+
 @register_model_architecture("tree2seq", "tree2seq")
 def tree2seq_base(args):
     tree_defaults(args)
@@ -344,14 +352,7 @@ def tree2seq_base(args):
 
 @register_model_architecture("tree2seq", "tree2seq_iwslt_de_en")
 def tree2seq_iwslt_de_en(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.encoder_layers = getattr(args, "encoder_layers", 6)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 512)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 1024)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
-    args.decoder_layers = getattr(args, "decoder_layers", 6)
+    _size(args, dim=512, ffn=1024, heads=4, layers=6)
     tree2seq_base(args)
 
 
@@ -376,25 +377,11 @@ def tree2seq_wmt_en_de_big(args):
 def tree2seq_multi30k_tiny(args):
     """The size of Wu et al. 2021's text-only ``transformer_tiny`` on Multi30k (github LividWo/Revisit-MMT,
     fairseq/models/transformer.py): d 128, FFN 256, 4 heads, 4 + 4 layers."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 256)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.encoder_layers = getattr(args, "encoder_layers", 4)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 128)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 256)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
-    args.decoder_layers = getattr(args, "decoder_layers", 4)
+    _size(args, dim=128, ffn=256, heads=4, layers=4)
     tree2seq_base(args)
 
 
 @register_model_architecture("tree2seq", "tree2seq_tiny")
 def tree2seq_tiny(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    _size(args, dim=64, ffn=128, heads=2, layers=2)
     tree2seq_base(args)
