@@ -14,6 +14,9 @@ loads the plugin through ``--user-dir`` or ``import fairseq_tree``). Nothing her
    process aborts at interpreter shutdown ("terminate called without an active exception", exit 134) after
    everything was saved. An ``atexit`` hook stops and joins those threads first; the thread's loop gains a stop
    check, nothing else changes.
+5. **One log line of fairseq's**: fairseq's text_to_speech tasks ask for tensorboardX at import ("Please install
+   tensorboardX"), which fairseq-tree never uses; ``fairseq_tree/__init__.py`` filters that one message of those two
+   loggers (nothing else of fairseq's logging changes).
 
 Not global: the batching fix that keeps the sentences fairseq main's ``--required-batch-size-multiple`` drops (the
 0.12.2 release keeps them) applies to

@@ -64,10 +64,16 @@ class InteractiveTrees:
     def __init__(self):
         self._pending: List[Tuple[Tensor, Tensor]] = []
         self._last: Optional[Dict[str, Tensor]] = None
+        self._ids: Optional[Tensor] = None
 
     def add(self, nodes: Tensor, spans: Tensor) -> None:
         """The tree of one encoded line: node label ids [m] and flat spans [2m], in line order."""
         self._pending.append((nodes, spans))
+
+    def keep_ids(self, kept: List[int]) -> None:
+        """The input lines of the encoded chunk that were kept (a bad line is skipped): batch ids are mapped to
+        them (:meth:`collated`), so fairseq-interactive numbers outputs by their input line."""
+        self._ids = torch.tensor(kept, dtype=torch.long)
 
     def take(self, count: int) -> Tuple[List[Tensor], List[Tensor]]:
         """The trees of the ``count`` lines encoded since the last call (those of one dataset)."""
@@ -78,8 +84,10 @@ class InteractiveTrees:
         return [t[0] for t in pending], [t[1] for t in pending]
 
     def collated(self, batch: dict) -> None:
-        """The collater's callback: remember the batch's ``net_input``."""
+        """The collater's callback: remember the batch's ``net_input``; ids of the kept lines (:meth:`keep_ids`)."""
         self._last = batch["net_input"]
+        if self._ids is not None and "id" in batch:
+            batch["id"] = self._ids[batch["id"]]
 
     def restore(self, net_input: dict) -> None:
         """Add ``src_nodes``/``src_spans`` of the remembered batch to ``net_input`` (in place) if missing."""

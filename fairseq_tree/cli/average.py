@@ -13,6 +13,7 @@ epoch checkpoints are ``checkpointE.pt``. Prints the averaged files, newest firs
 import argparse
 import sys
 
+from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.inference.average import CheckpointError, average_checkpoints, last_checkpoints, save_atomic
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
                 raise CheckpointError("--checkpoint-upper-bound needs --num-update-checkpoints or "
                                       "--num-epoch-checkpoints")
             paths = args.inputs
-        save_atomic(average_checkpoints(paths), args.output)
+        save_atomic(average_checkpoints(paths, progress="average"), args.output)
     except (CheckpointError, UnsafeCheckpointError, OSError) as e:
         print(f"fairseq-tree-average: error: {e}", file=sys.stderr)
         return 2
@@ -65,6 +66,7 @@ def main(argv=None) -> int:
 
 
 def cli_main() -> None:
+    setup_logging()
     sys.exit(main())
 
 

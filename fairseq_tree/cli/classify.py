@@ -10,7 +10,9 @@ Writes one predicted class per input line (``--output FILE``, default stdout) an
 labels (or with ``--attention-share``), prints as its last line one JSON object: ``sentences``, ``accuracy``
 (roots), ``labelled_units``, ``phrase_accuracy`` (every labelled node and leaf), ``no_class`` (sentences
 with no class in the view, e.g. neutral ones with ``--binary``), and with ``--attention-share`` the paper's
-Table 4 analysis (also printed as a table on stderr). Library: :mod:`fairseq_tree.inference.classify`.
+Table 4 analysis (also printed as a table on stderr). ``--format jsonl`` writes one JSON object per line instead
+of the class name (``label`` and ``probabilities`` of every class). The model (and the raw-text parser) run on
+the GPU when there is one (``--cpu`` / ``--device`` to choose). Library: :mod:`fairseq_tree.inference.classify`.
 """
 
 import argparse
@@ -22,11 +24,13 @@ from typing import Iterable, List, Tuple
 from fairseq_tree.cli.preprocess import add_backend_args
 from fairseq_tree.inference.classify import Classifier, examples_from_texts
 from fairseq_tree.inference.classify import InputError as ExampleError
-from fairseq_tree.parsers import ParseError, device_arg
+from fairseq_tree.inference.results import Classification
+from fairseq_tree.parsers import ParseError
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.preprocess.pipeline import parser_options
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.text.tokenize import InputError, check_line, decode_line  # a bad line of text
+from fairseq_tree.utils.devices import add_device_args
 
 logger = logging.getLogger("fairseq_tree.classify")
 
@@ -50,9 +54,9 @@ def get_parser() -> argparse.ArgumentParser:
                    help="Table 4 of Nguyen et al. 2020: per layer and overall, the %% of the attention mass of "
                         "root, node and leaf queries on nodes (the rest on leaves)")
     p.add_argument("--data", metavar="DIR", help="data directory (default: the one recorded in the checkpoint)")
-    p.add_argument("--device", type=device_arg, default="cpu", metavar="cpu|cuda|cuda:N",
-                   help="where the classifier and the raw-text parser (--parser) run; CUDA where torch sees none "
-                        "is an error before any work starts")
+    p.add_argument("--format", choices=["labels", "jsonl"], default="labels",
+                   help="labels: one class name per line; jsonl: one JSON object per line (label, probabilities)")
+    add_device_args(p, "the classifier and the raw-text parser (--parser)")
     p.add_argument("--max-tokens", type=int, default=4096, metavar="N", help="leaves + nodes per batch")
     p.add_argument("--batch-size", type=int, default=256, metavar="N", help="sentences per batch")
     g = p.add_argument_group("raw text")
@@ -131,9 +135,14 @@ def main(argv=None) -> dict:
                      batch_size=args.batch_size)
     scheme = clf.scheme(args.binary)
     examples = read_examples(clf, args, scheme)
-    preds, scores = clf.predict(examples, binary=args.binary)
+    probs, scores = clf.predict(examples, binary=args.binary, progress="classify")
+    preds = probs.argmax(-1).tolist()
     names = scheme.classes
-    text = "".join(names[p] + "\n" for p in preds)
+    if args.format == "jsonl":
+        text = "".join(json.dumps(Classification(names[int(p.argmax())], dict(zip(names, p.tolist()))).to_json())
+                       + "\n" for p in probs)
+    else:
+        text = "".join(names[p] + "\n" for p in preds)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)

@@ -6,7 +6,7 @@ score against gold, and draw label-to-word attention heat maps.
 
 ``--input``: ``.mrg``/``.trees`` (bracketed: words and POS tags are taken from it), ``.conllu``/``.conll``
 (words and XPOS tags), anything else one tokenized sentence per line (words only: use a model trained
-``--no-pos-tags``, which predicts its own tags; a tag-input model would see unknown tags). Writes
+``--no-pos-tags``, which predicts its own tags; a tag-input model refuses it unless ``--unknown-tags``). Writes
 ``OUTPUT.trees`` (one-line PTB brackets; POS tags = the input's, or predicted) and ``OUTPUT.conllu``
 (predicted heads and relations), prints a JSON line of scores with ``--gold`` (``OUTPUT.trees`` scored against
 the gold file exactly as ``fairseq-tree-score --gold GOLD --pred OUTPUT.trees`` does: EVALB with COLLINS.prm,
@@ -15,6 +15,9 @@ the gold file exactly as ``fairseq-tree-score --gold GOLD --pred OUTPUT.trees`` 
 and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's attention of every head (rows,
 named by its label when heads are tied to labels) over the words.
 
+``--format jsonl`` also writes ``OUTPUT.jsonl``: one JSON object per sentence (words, tags, tree, heads,
+relations). The model runs on the GPU when there is one (``--cpu`` / ``--device`` to choose); a progress line
+reports the rate and ETA. ``--path`` takes a checkpoint or a ``fairseq-tree-export`` folder.
 Dictionaries are read from the training data directory recorded in the checkpoint, or ``--data DIR``.
 Library: :mod:`fairseq_tree.inference.parse` (:class:`~fairseq_tree.inference.parse.LALParser`).
 """
@@ -27,25 +30,37 @@ import sys
 import time
 from typing import Sequence
 
+from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
+from fairseq_tree.inference.export import resolve_folder
 from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.trees import Tree, TreeFormatError, read_conllu, read_parse_trees
 from fairseq_tree.trees import write_conllu as write_conllu_file
+from fairseq_tree.utils.devices import add_device_args
 
 logger = logging.getLogger("fairseq_tree.parse")
 
 
 def read_input(path: str):
-    """-> (sentences, tags or None, gold trees or None)."""
+    """-> (sentences, tags or None, gold trees or None); ValueError for a file with no sentence."""
     if path.endswith((".mrg", ".trees")):
         trees = list(read_parse_trees(path))
-        return [t.words for t in trees], [t.tags for t in trees], trees
-    if path.endswith((".conllu", ".conll")):
+        out = [t.words for t in trees], [t.tags for t in trees], trees
+    elif path.endswith((".conllu", ".conll")):
         deps = list(read_conllu(path))
-        return [d.words for d in deps], [d.tags for d in deps], None
-    with open(path, encoding="utf-8") as f:
-        return [line.split() for line in f if line.strip()], None, None
+        out = [d.words for d in deps], [d.tags for d in deps], None
+    else:
+        with open(path, encoding="utf-8") as f:
+            out = [line.split() for line in f if line.strip()], None, None
+    if not out[0]:
+        raise ValueError(f"{path}: no sentence to parse (an empty file?)")
+    return out
+
+
+def checkpoint_and_data(path: str, data):
+    """``--path`` a checkpoint, or a model folder (a fairseq-tree-export folder: its model.pt and dictionaries)."""
+    return resolve_folder(path, None, data) if os.path.isdir(path) else (path, data)
 
 
 def write_conllu(parses: Sequence[Tree], path: str) -> None:
@@ -75,7 +90,7 @@ def plot_attention(words: Sequence[str], attention, head_names: Sequence[str], p
 
 def get_parser():
     p = argparse.ArgumentParser(description="Parse with a lal_parser checkpoint (fairseq-tree-parse).")
-    p.add_argument("--path", required=True, help="checkpoint")
+    p.add_argument("--path", required=True, help="checkpoint, or a fairseq-tree-export folder")
     p.add_argument("--input", required=True, help=".mrg/.trees, .conllu/.conll, or one tokenized sentence per line")
     p.add_argument("--output", help="output prefix (default: INPUT.lal)")
     p.add_argument("--gold", help="gold .mrg for bracket scores")
@@ -85,21 +100,26 @@ def get_parser():
     p.add_argument("--plot", action="store_true", help="save OUTPUT.attention.png for --plot-sentence")
     p.add_argument("--plot-sentence", type=int, default=0, help="0-based sentence index to plot")
     p.add_argument("--no-input-tags", action="store_true", help="ignore the input's POS tags")
+    p.add_argument("--unknown-tags", action="store_true",
+                   help="parse untagged input with a model that reads POS tags, every tag unknown (its F1 falls "
+                        "far below the model's; a model trained --no-pos-tags predicts its own tags instead)")
+    p.add_argument("--format", choices=["brackets", "jsonl"], default="brackets",
+                   help="jsonl: also OUTPUT.jsonl, one JSON object per sentence")
+    add_device_args(p, "the parser")
     return p
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     sentences, tags, _ = read_input(args.input)
-    parser = LALParser(args.path, data=args.data, batch_size=args.batch_size)
+    path, data = checkpoint_and_data(args.path, args.data)
+    parser = LALParser(path, data=data, batch_size=args.batch_size, device=args.device,
+                       unknown_tags=args.unknown_tags)
     if args.no_input_tags:
         tags = None
-    if tags is None and parser.uses_tags:
-        logger.warning("the model uses POS tags but the input has none: every tag is <unk>")
+    parser.check_tags(tags)
     t0 = time.perf_counter()
-    parses = parser.parse(sentences, tags)
+    parses = parser.parse(sentences, tags, progress="parse")
     elapsed = time.perf_counter() - t0
     out = args.output or args.input + ".lal"
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -107,6 +127,9 @@ def main(argv=None):
         for p in parses:
             f.write(p.to_brackets(one_word=True) + "\n")
     write_conllu(parses, out + ".conllu")
+    if args.format == "jsonl":
+        with open(out + ".jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(p.to_json(), ensure_ascii=False) + "\n" for p in parses)
     scores = {"sentences": len(parses), "parse_sents_per_s": round(len(parses) / max(elapsed, 1e-9), 1)}
     try:  # the written files, scored as fairseq-tree-score scores them
         if args.gold:
@@ -124,12 +147,13 @@ def main(argv=None):
     return scores
 
 
-def cli_main():
+def cli_main(argv=None):
+    setup_logging()
     try:
-        main()
-    except UnsafeCheckpointError as e:
+        main(argv)
+    except (UnsafeCheckpointError, ValueError, FileNotFoundError) as e:
         sys.exit(f"fairseq-tree-parse: error: {e}")
 
 
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -12,12 +12,12 @@ import os
 import sys
 
 from fairseq_tree.data.class_labels import ClassScheme
-from fairseq_tree.parsers import device_arg
 from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import add_launcher_args
 from fairseq_tree.preprocess.pipeline import run
 from fairseq_tree.preprocess.stages import PreprocessError
 from fairseq_tree.safe_loading import UnsafeCheckpointError
+from fairseq_tree.utils.devices import add_device_args
 
 
 def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
@@ -28,9 +28,8 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
 
     g = p.add_argument_group("parser backends")
     if device:
-        g.add_argument("--device", type=device_arg, default="cpu", metavar="cpu|cuda|cuda:N",
-                       help="where the parser runs (stanza, lal, induced): its model and batches; asking for CUDA "
-                            "where torch sees none is an error before any work starts")
+        add_device_args(g, "the parser (stanza, lal, induced): its model and batches; CUDA where torch sees none "
+                           "is an error before any work starts")
     g.add_argument("--parser-model", metavar="CKPT",
                    help="with --parser lal: a lal_parser checkpoint (trained with --no-pos-tags); with --parser "
                         "induced: a tree_induction checkpoint")

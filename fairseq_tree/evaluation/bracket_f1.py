@@ -34,6 +34,7 @@ Dependencies (:func:`attachment_scores`): UAS / LAS over words whose gold tag is
 of rule 2 (:data:`PUNCT_TAGS`, the usual convention for PTB Stanford dependencies).
 """
 
+import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ from fairseq_tree.trees import (
     plain_word,
     read_conllu,
 )
+
+logger = logging.getLogger("fairseq_tree.evaluation")
 
 #: COLLINS.prm's punctuation DELETE_LABELs (terminals removed before anything is compared; ``trees.tags``)
 PUNCT_TAGS = EVALB_PUNCT_TAGS
@@ -388,6 +391,19 @@ def bracket_f1(gold: Sequence[Tree], pred: Sequence[Tree], delete_wrappers: bool
 
 
 # ------------------------------------------------------------------------------------------- dependencies
+def percent(correct: int, total: int, name: str) -> Optional[float]:
+    """``100 * correct / total``; None (JSON ``null``) with a warning when nothing was scored, never 0.0."""
+    if total == 0:
+        logger.warning("%s: no word to score (every word excluded, or no sentence), reported as null", name)
+        return None
+    return 100.0 * correct / total
+
+
+def fmt(value: Optional[float], width: int = 6, digits: int = 2) -> str:
+    """A score for a table: ``n/a`` for None."""
+    return f"{'n/a':>{width}}" if value is None else f"{value:{width}.{digits}f}"
+
+
 def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[Sequence[str]],
                       pred_heads: Sequence[Sequence[int]], pred_rels: Sequence[Sequence[str]],
                       gold_tags: Sequence[Sequence[str]]) -> Dict[str, float]:
@@ -401,7 +417,7 @@ def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[S
             if a == c:
                 uas += 1
                 las += int(b == d)
-    return {"uas": 100.0 * uas / max(total, 1), "las": 100.0 * las / max(total, 1), "dep_tokens": total}
+    return {"uas": percent(uas, total, "UAS"), "las": percent(las, total, "LAS"), "dep_tokens": total}
 
 
 def score_dependency_files(gold_path: str, pred_path: str) -> Dict[str, float]:

@@ -50,12 +50,13 @@ headed by its left neighbour, the first word is the root) and right chain (right
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from fairseq_tree.evaluation.bracket_f1 import aligned, evalb_tree, read_sentences
+from fairseq_tree.evaluation.bracket_f1 import aligned, evalb_tree, fmt, percent, read_sentences
 
 if TYPE_CHECKING:  # torch only for the annotation: the scorers run without it
     import torch
@@ -75,6 +76,8 @@ from fairseq_tree.trees import (  # noqa: F401
     write_conllu,
 )
 from fairseq_tree.trees.gold import GoldSentence, gold_from_tree, project_heads, read_gold, same_token  # noqa: F401
+
+logger = logging.getLogger("fairseq_tree.evaluation")
 
 #: the labels of the papers' per-label recall tables (Kim et al. 2019; Wang et al. Table 3; Shen et al. Table 3)
 PAPER_LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
@@ -127,9 +130,13 @@ def uf1(gold: Sequence[GoldSentence], pred_spans: Sequence[Sequence[Span]]) -> D
         n_pred += len(P)
         n_gold += len(G)
         scored += 1
+    if not scored:  # a score over nothing is no score (null), never 0.0
+        logger.warning("UF1: no sentence of 2 or more words to score, reported as null")
+        return {"sentence_f1": None, "corpus_f1": None, "corpus_precision": None, "corpus_recall": None,
+                "sentences": 0, "skipped": len(gold)}
     prec = overlap / n_pred if n_pred else 0.0
     rec = overlap / n_gold if n_gold else 0.0
-    return {"sentence_f1": 100.0 * f1_sum / max(scored, 1),
+    return {"sentence_f1": 100.0 * f1_sum / scored,
             "corpus_f1": 100.0 * (2 * prec * rec / (prec + rec) if prec + rec else 0.0),
             "corpus_precision": 100.0 * prec, "corpus_recall": 100.0 * rec,
             "sentences": scored, "skipped": len(gold) - scored}
@@ -173,7 +180,7 @@ def attachment(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequenc
         uas += sum(g == p for g, p in zip(gh, ph))
         uuas += len(undirected_edges(gh) & undirected_edges(ph))
         words += len(gh)
-    return {"uas": 100.0 * uas / max(words, 1), "uuas": 100.0 * uuas / max(words, 1), "words": words,
+    return {"uas": percent(uas, words, "UAS"), "uuas": percent(uuas, words, "UUAS"), "words": words,
             "uas_correct": uas, "uuas_correct": uuas}
 
 # -------------------------------------------------------------------------------------- baselines
@@ -358,13 +365,13 @@ def format_unsupervised(r: Dict[str, object]) -> str:
     if "uf1" in r:
         rows += [f"{'Number of Skip  sentence':<26}= {r['skipped']:6d}   (fewer than 2 words)",
                  f"{'Number of Valid sentence':<26}= {r['scored_sentences']:6d}"]
-        rows += [f"{name:<26}= {r[key]:6.2f}" for name, key in (
+        rows += [f"{name:<26}= {fmt(r[key])}" for name, key in (
             ("Sentence-level F1 (UF1)", "uf1"), ("Corpus-level F1", "corpus_f1"), ("Corpus Recall", "recall"),
             ("Corpus Precision", "precision"))]
         rows += [f"{'Recall ' + lab:<26}= {v['recall']:6.2f}   ({v['matched']}/{v['gold']})"
                  for lab, v in r["label_recall"].items() if lab in PAPER_LABELS]
     if "uas" in r:
-        rows += [f"{'UAS':<26}= {r['uas']:6.2f}", f"{'UUAS':<26}= {r['uuas']:6.2f}",
+        rows += [f"{'UAS':<26}= {fmt(r['uas'])}", f"{'UUAS':<26}= {fmt(r['uuas'])}",
                  f"{'Dependency words':<26}= {r['dep_words']:6d}"]
     return "\n".join(["=== Summary (unsupervised: the literature's rules) ===", "", "-- All --"] + rows)
 

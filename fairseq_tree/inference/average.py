@@ -15,6 +15,7 @@ import torch
 
 from fairseq_tree import safe_loading
 from fairseq_tree.trees.io import atomic_path
+from fairseq_tree.utils.progress import Progress
 
 #: fairseq's checkpoint names: ``checkpoint{epoch}.pt`` and ``checkpoint_{epoch}_{updates}.pt``
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
@@ -56,16 +57,20 @@ def _load(path: str) -> dict:
     return state
 
 
-def average_checkpoints(paths: Sequence[str]) -> dict:
+def average_checkpoints(paths: Sequence[str], progress: Optional[str] = None) -> dict:
     """-> the first checkpoint of ``paths`` with its ``model`` replaced by the mean over all of them.
-    Every input must hold the same parameter names, shapes and dtypes (CheckpointError naming the file)."""
+    Every input must hold the same parameter names, shapes and dtypes (CheckpointError naming the file).
+    ``progress``: the name of a progress bar / log line over the files."""
     if not paths:
         raise CheckpointError("no checkpoints to average")
     first = _load(paths[0])
     ref = first["model"]
     sums: Dict[str, torch.Tensor] = {
         k: v.to(torch.float64 if v.is_floating_point() else torch.int64).clone() for k, v in ref.items()}
+    bar = Progress(progress, len(paths), unit="ckpt") if progress else None
     for path in paths[1:]:
+        if bar:
+            bar.update(1)
         model = _load(path)["model"]
         if model.keys() != ref.keys():
             missing, extra = sorted(ref.keys() - model.keys()), sorted(model.keys() - ref.keys())
@@ -76,6 +81,9 @@ def average_checkpoints(paths: Sequence[str]) -> dict:
                 raise CheckpointError(f"{path}: {k} is {v.dtype} {tuple(v.shape)}, {paths[0]} has "
                                       f"{ref[k].dtype} {tuple(ref[k].shape)}")
             sums[k] += v.to(sums[k].dtype)
+    if bar:
+        bar.update(1)
+        bar.close()
     n = len(paths)
     first["model"] = {k: (s / n if s.is_floating_point() else s // n).to(ref[k].dtype) for k, s in sums.items()}
     first["averaged_from"] = [str(p) for p in paths]

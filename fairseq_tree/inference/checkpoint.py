@@ -1,22 +1,93 @@
 """Loading a checkpoint: the one place that calls fairseq's ``load_model_ensemble_and_task`` (hub interfaces,
-CLIs and parser backends all come through here)."""
+CLIs and parser backends all come through here). A checkpoint of another task stops here, before its model is
+built, with a message naming its task and the tool that runs it (:class:`WrongCheckpoint`)."""
 
-from typing import Optional
+import os
+from typing import Optional, Sequence
 
-from fairseq_tree.utils.devices import check_device
+from fairseq_tree.utils.devices import resolve_device
+
+#: each task's checkpoints -> (the command that runs them, the hub class that loads them)
+RUNNERS = {
+    "tree_translation": ("fairseq-generate / fairseq-interactive DATA --task tree_translation "
+                         "--user-dir $(fairseq-tree-user-dir)", "Tree2SeqModel.from_pretrained"),
+    "positions_matched_translation": ("fairseq-generate DATA --task positions_matched_translation "
+                                      "--user-dir $(fairseq-tree-user-dir)", "fairseq's TransformerModel"),
+    "translation": ("fairseq-generate / fairseq-interactive", "fairseq's TransformerModel.from_pretrained"),
+    "tree_classification": ("fairseq-tree-classify", "TreeClassifierModel.from_pretrained"),
+    "constituency_parsing": ("fairseq-tree-parse", "LALParserModel.from_pretrained"),
+    "tree_induction": ("fairseq-tree-induce", "StructFormerModel / ConstituentTransformerModel.from_pretrained"),
+}
 
 
-def load_checkpoint(path: str, data: Optional[str] = None, device: str = "cpu", **overrides):
+class WrongCheckpoint(ValueError):
+    """A checkpoint given to a tool that runs another task's checkpoints."""
+
+
+def checkpoint_task(state: dict) -> Optional[str]:
+    """The task a checkpoint was trained with (``cfg.task._name``, or ``args.task`` of pre-hydra checkpoints)."""
+    cfg = state.get("cfg")
+    if cfg is not None and cfg.get("task") is not None:
+        return cfg["task"].get("_name")
+    args = state.get("args")
+    return getattr(args, "task", None)
+
+
+def check_task(path: str, state: dict, expect: Sequence[str], user: str) -> None:
+    """WrongCheckpoint unless ``state``'s task is one of ``expect``: names the file, its task, and what runs it."""
+    task = checkpoint_task(state)
+    if not expect or task in expect:
+        return
+    command, hub = RUNNERS.get(task, ("the tool of that task", "its model's from_pretrained"))
+    wanted = " or ".join(expect)
+    raise WrongCheckpoint(f"{path} is a {task!r} checkpoint ({_arch(state)}); {user} takes {wanted} checkpoints. "
+                          f"Run it with {command}, or load it with {hub}.")
+
+
+def _check_data(path: str, state: dict, user: str) -> None:
+    """FileNotFoundError when the checkpoint's data directory (its dictionaries) is not there."""
+    cfg = state.get("cfg")
+    data = getattr(cfg["task"], "data", None) if cfg is not None and cfg.get("task") is not None else None
+    first = data.split(os.pathsep)[0] if isinstance(data, str) and data else None
+    if first and not os.path.isdir(first):
+        raise FileNotFoundError(
+            f"{path} was trained on the data directory {first!r}, which is not there (from {os.getcwd()}): give "
+            f"{user} the data-bin with its dictionaries (--data DIR, or data_name_or_path=), or load a folder "
+            "written by fairseq-tree-export CKPT OUT, which holds everything the model needs")
+
+
+def _arch(state: dict) -> str:
+    cfg = state.get("cfg")
+    if cfg is not None and cfg.get("model") is not None:
+        return f"arch {getattr(cfg['model'], 'arch', None) or cfg['model'].get('_name')}"
+    return f"arch {getattr(state.get('args'), 'arch', '?')}"
+
+
+def load_checkpoint(path: str, data: Optional[str] = None, device: Optional[str] = None,
+                    expect: Sequence[str] = (), user: str = "this tool", task_options: Optional[dict] = None,
+                    **overrides):
     """-> (models in eval mode on ``device``, cfg, task). ``data``: the data directory (dictionaries) when not
-    the one recorded in the checkpoint; ``overrides``: further ``arg_overrides`` of the saved config.
-    ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here, before anything is loaded)."""
+    the one recorded in the checkpoint; ``overrides``: further ``arg_overrides`` of the saved config;
+    ``task_options``: task settings set even where the saved config predates them (fairseq's overrides skip
+    keys it lacks). ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here, before anything
+    is loaded), None: the GPU when there is one. ``expect``: the tasks ``user`` (a CLI or hub class, for the
+    messages) runs. FileNotFoundError when the data directory is not there, saying what to pass."""
     from fairseq import checkpoint_utils  # (fairseq_tree, this module's package, has registered the plugin)
 
-    check_device(device)
+    device = resolve_device(device)
     if data:
         overrides["data"] = data
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+    state = checkpoint_utils.load_checkpoint_to_cpu(path, overrides)
+    check_task(path, state, expect, user)
+    _check_data(path, state, user)
+    if task_options:
+        from omegaconf import open_dict  # (fairseq's config library)
+
+        with open_dict(state["cfg"]["task"]):
+            for key, value in task_options.items():
+                state["cfg"]["task"][key] = value
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides, state=state)
     return [m.to(device).eval() for m in models], cfg, task
 
 
-__all__ = ["load_checkpoint"]
+__all__ = ["RUNNERS", "WrongCheckpoint", "check_task", "checkpoint_task", "load_checkpoint"]

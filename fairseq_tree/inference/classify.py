@@ -41,6 +41,7 @@ from fairseq_tree.inference.checkpoint import load_checkpoint
 from fairseq_tree.modules.tree_structure import root_positions
 from fairseq_tree.text.bpe import Segmenter
 from fairseq_tree.trees import Tree, TreeFormatError, expand_subwords, labelled_tree_from_brackets, tree_from_brackets
+from fairseq_tree.utils.progress import Progress
 
 QUERY_GROUPS = ("root", "node", "leaf")
 
@@ -59,15 +60,21 @@ class Classifier:
     """A loaded checkpoint. ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here); batches
     hold at most ``max_tokens`` padded leaves + nodes and ``batch_size`` sentences."""
 
-    def __init__(self, path: str, data: Optional[str] = None, device: str = "cpu", max_tokens: int = 4096,
+    def __init__(self, path: str, data: Optional[str] = None, device: Optional[str] = None, max_tokens: int = 4096,
                  batch_size: int = 256):
 
-        models, _, task = load_checkpoint(path, data, device)
+        models, _, task = load_checkpoint(path, data, device, expect=("tree_classification",),
+                                          user="fairseq-tree-classify (TreeClassifierModel.from_pretrained)")
         self.model, self.task = models[0], task
-        self.device, self.max_tokens, self.batch_size = device, max_tokens, batch_size
+        self.max_tokens, self.batch_size = max_tokens, batch_size
         self.info = task.info
         codes = os.path.join(task.cfg.data.split(":")[0], "bpe.codes")
         self.segment = Segmenter(codes if os.path.exists(codes) else None)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model is (the hub's ``.to()`` / ``.cuda()`` move it; batches follow)."""
+        return next(self.model.parameters()).device
 
     @property
     def classes(self) -> List[str]:
@@ -127,35 +134,48 @@ class Classifier:
             raise ValueError(f"the binary (SST-2) view needs a 5-class model, this one has {C} classes")
         return torch.tensor([[float(SST2_OF_SST5[k] == j) for j in range(2)] for k in range(5)])
 
-    def predict(self, examples: Sequence[Example], binary: bool = False) -> Tuple[List[int], dict]:
-        """-> (the predicted class of every sentence, in the view; scores with gold labels: ``sentences``,
-        ``accuracy``, ``labelled_units``, ``phrase_accuracy``, ``no_class`` (gold neutral in the view))."""
+    def predict(self, examples: Sequence[Example], binary: bool = False, progress: Optional[str] = None
+                ) -> Tuple[torch.Tensor, dict]:
+        """-> (the class probabilities of every sentence [N, C_view], in the view; scores with gold labels:
+        ``sentences``, ``accuracy``, ``labelled_units``, ``phrase_accuracy``, ``no_class`` (gold neutral in the
+        view)). ``progress``: the name of a progress bar / log line."""
         view = self.view(binary)
-        preds, (unit_correct, unit_total) = self._classify([e.item for e in examples], view)
+        probs, (unit_correct, unit_total) = self._classify([e.item for e in examples], view, progress)
+        preds = probs.argmax(-1).tolist()
         gold = [(i, e.gold) for i, e in enumerate(examples) if e.gold is not None]
         if not gold:
-            return preds, {}
+            return probs, {}
         if not self.model_has_units():
             unit_correct, unit_total = self._phrase_counts(examples, view)
         scored = [(i, g) for i, g in gold if g != NO_TARGET]
         correct = sum(preds[i] == g for i, g in scored)
-        return preds, {"sentences": len(scored), "accuracy": round(100.0 * correct / max(len(scored), 1), 2),
+        return probs, {"sentences": len(scored), "accuracy": round(100.0 * correct / max(len(scored), 1), 2),
                        "labelled_units": unit_total,
                        "phrase_accuracy": round(100.0 * unit_correct / max(unit_total, 1), 2),
                        "no_class": len(gold) - len(scored)}
 
-    def _classify(self, items: Sequence[dict], view: torch.Tensor) -> Tuple[List[int], Tuple[int, int]]:
-        """Sentence predictions in the view, and (correct, scored) labelled units of a tree model."""
-        preds = [0] * len(items)
+    def probabilities(self, examples: Sequence[Example], binary: bool = False, progress: Optional[str] = None
+                      ) -> torch.Tensor:
+        """[N, C_view] class probabilities of every sentence (the model's, summed into the SST-2 view with
+        ``binary``), fp32 on the CPU; ``progress``: the name of a progress bar / log line."""
+        return self._classify([e.item for e in examples], self.view(binary), progress)[0]
+
+    def _classify(self, items: Sequence[dict], view: torch.Tensor, progress: Optional[str] = None
+                  ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        """Sentence probabilities [N, C_view] in the view, and (correct, scored) labelled units of a tree model."""
+        probs = torch.zeros(len(items), view.shape[1])
         correct = total = 0
+        bar = Progress(progress, len(items)) if progress else None
         for idx, batch, out in self.run(items):
-            probs = torch.softmax(out["sentence"].float().cpu(), -1) @ view
-            for i, p in zip(idx, probs.argmax(-1).tolist()):
-                preds[i] = p
+            if bar:
+                bar.update(len(idx))
+            probs[idx] = torch.softmax(out["sentence"].float().cpu(), -1) @ view
             if out.get("nodes") is not None:
                 c, t = _unit_counts(out, batch, view)
                 correct, total = correct + c, total + t
-        return preds, (correct, total)
+        if bar:
+            bar.close()
+        return probs, (correct, total)
 
     def _phrase_counts(self, examples: Sequence[Example], view: torch.Tensor) -> Tuple[int, int]:
         """(correct, scored) labelled units of a sentence-only model: every labelled phrase classified as its own
@@ -163,7 +183,7 @@ class Classifier:
         phrases = [phrase_item(e.item, s, t, 0) for e in examples
                    for s, t, _ in zip(*labelled_phrases(e.item["spans"].numpy(), e.item["node_target"].numpy(),
                                                         e.item["leaf_target"].numpy()))]
-        preds, _ = self._classify(phrases, view)
+        preds = self._classify(phrases, view)[0].argmax(-1).tolist()
         return sum(int(p == int(it["target"])) for p, it in zip(preds, phrases)), len(phrases)
 
     def model_has_units(self) -> bool:

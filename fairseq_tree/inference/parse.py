@@ -8,6 +8,11 @@ import torch
 from fairseq_tree.inference.batching import length_batches, restore_order
 from fairseq_tree.inference.checkpoint import load_checkpoint
 from fairseq_tree.trees import Tree
+from fairseq_tree.utils.progress import Progress
+
+
+class MissingTags(ValueError):
+    """A tag-reading parser given sentences without POS tags (see :meth:`LALParser.check_tags`)."""
 
 
 class LALParser:
@@ -15,24 +20,43 @@ class LALParser:
     (the EVALB view: labeled spans incl. one-word constituents, tags, heads, relations), in batches sorted by
     length; ``attention(...)`` -> the Label Attention Layer's label-to-word attention."""
 
-    def __init__(self, path: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu"):
-        models, _, task = load_checkpoint(path, data, device)
+    def __init__(self, path: str, data: Optional[str] = None, batch_size: int = 64, device: Optional[str] = None,
+                 unknown_tags: bool = False):
+        models, _, task = load_checkpoint(path, data, device, expect=("constituency_parsing",),
+                                          user="fairseq-tree-parse (LALParserModel.from_pretrained)")
         self.model, self.task = models[0], task
-        self.batch_size, self.device = batch_size, device
+        self.batch_size = batch_size
         self.labels, self.rels = task.label_names(), task.relation_names()
         td = task.dicts["tags"]
         self.tag_names = [td[i] for i in range(len(td))]
         self.uses_tags = self.model.embed_tags is not None
+        self.path, self.unknown_tags = path, unknown_tags
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model is (the hub's ``.to()`` / ``.cuda()`` move it; batches follow)."""
+        return next(self.model.parameters()).device
 
     @property
     def head_names(self) -> List[str]:
         return self.labels if self.model.tied else [f"head {i}" for i in range(self.model.lal_heads)]
 
     @torch.no_grad()
-    def parse(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None) -> List[Tree]:
+    def parse(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None,
+              progress: Optional[str] = None) -> List[Tree]:
         """Token lists (and their POS tags, or None) -> one Tree per sentence, in input order. Its tags are the
-        given ones, or the model's own when it predicts tags (``X`` when it has neither)."""
-        return self._batched(sentences, tags, self._parse_batch)
+        given ones, or the model's own when it predicts tags (``X`` when it has neither). A model that reads
+        tags refuses ``tags=None`` (:class:`MissingTags`) unless built with ``unknown_tags=True``."""
+        self.check_tags(tags)
+        return self._batched(sentences, tags, self._parse_batch, progress)
+
+    def check_tags(self, tags) -> None:
+        """MissingTags when the model reads POS tags, none are given and ``unknown_tags`` was not asked for."""
+        if tags is None and self.uses_tags and not self.unknown_tags:
+            raise MissingTags(f"{self.path} reads POS tags (it was trained without --no-pos-tags) and the input "
+                              "has none: give tagged input (.mrg / .conllu), or use a parser trained with "
+                              "--no-pos-tags (it predicts its own tags), or ask for every tag unknown "
+                              "(--unknown-tags; its F1 falls far below the model's)")
 
     @torch.no_grad()
     def attention(self, sentences: Sequence[Sequence[str]], tags: Optional[Sequence[Sequence[str]]] = None
@@ -45,11 +69,23 @@ class LALParser:
 
         return self._batched(sentences, tags, run)
 
-    def _batched(self, sentences, tags, run):
-        """``run(sentences, tags)`` on length-sorted batches, results in input order."""
+    def _batched(self, sentences, tags, run, progress: Optional[str] = None):
+        """``run(sentences, tags)`` on length-sorted batches, results in input order; ``progress``: the name of
+        a progress bar / log line (rate, ETA) over the sentences."""
         batches = length_batches([len(s) for s in sentences], self.batch_size)
-        return restore_order(batches, (run([sentences[i] for i in idx], None if tags is None else
-                                           [tags[i] for i in idx]) for idx in batches))
+        bar = Progress(progress, len(sentences)) if progress else None
+
+        def each():
+            for idx in batches:
+                result = run([sentences[i] for i in idx], None if tags is None else [tags[i] for i in idx])
+                if bar:
+                    bar.update(len(idx))
+                yield result
+        try:
+            return restore_order(batches, each())
+        finally:
+            if bar:
+                bar.close()
 
     def _net_input(self, sentences, tags) -> dict:
         """One padded batch [B, max n + 2] on the parser's device."""
@@ -73,4 +109,4 @@ class LALParser:
         return out
 
 
-__all__ = ["LALParser"]
+__all__ = ["LALParser", "MissingTags"]

@@ -1,80 +1,122 @@
 """Hub interfaces, as fairseq users know them (``fairseq.hub_utils``; a model's hub interface beside it, as
-``fairseq/models/roberta/hub_interface.py``): each model class's ``from_pretrained`` returns an object that takes
-sentences in and gives results out. This module imports nothing that imports the models (the inference library
-runs them through fairseq's loader); :mod:`fairseq_tree.hub` is the user-facing name of the same classes.
+``fairseq/models/roberta/hub_interface.py``): each model class's ``from_pretrained`` returns an ``nn.Module``
+(``.to()``, ``.cuda()``, ``.cpu()``, ``.eval()``) that takes sentences in and gives results out (one result type
+per call: :mod:`fairseq_tree.inference.results`). This module imports nothing that imports the models (the
+inference library runs them through fairseq's loader); :mod:`fairseq_tree.hub` is the user-facing name.
 
     from fairseq_tree.models.tree2seq_transformer import Tree2SeqModel
-    t2s = Tree2SeqModel.from_pretrained("ckpt", checkpoint_file="checkpoint_best.pt",
-                                        data_name_or_path="data-bin/multi30k.en-de",
-                                        tree_input="raw", tree_parser="stanza", stanza_model_dir="models/stanza")
-    t2s.translate(["A man in an orange hat ."], beam=5)
+    t2s = Tree2SeqModel.from_pretrained("exported/tree2seq")          # a fairseq-tree-export folder
+    t2s.translate(["(ROOT (S (NP (DT A) (NN man)) (VP (VBZ sleeps)) (. .)))"], beam=5)
+    t2s = Tree2SeqModel.from_pretrained("exported/tree2seq", tree_input="raw", tree_parser="lal",
+                                        tree_parser_model="exported/lal", device="cpu")
 
-* :class:`TreeGeneratorHubInterface` (``tree2seq``): ``translate`` parses (``tree_input="raw"``: tokenized and
-  parsed with ``tree_parser``; ``"brackets"``: one bracketed tree per sentence), splits words into BPE subtrees
-  with the data's ``bpe.codes`` exactly as ``fairseq-interactive`` does (the task's own input path), generates
-  with fairseq's ``GeneratorHubInterface``, removes BPE and detokenizes (sacremoses, target language): the
-  ``D-`` lines of ``fairseq-interactive --remove-bpe --tokenizer moses``.
-* :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify`` -> class
-  names, as ``fairseq-tree-classify`` writes them (:class:`fairseq_tree.inference.classify.Classifier`).
-* :class:`ParserHubInterface` (``lal_parser``): ``parse`` -> brackets, heads and relations, as
-  ``fairseq-tree-parse`` (:class:`fairseq_tree.inference.parse.LALParser`).
-* :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce`` -> unlabeled trees
-  (and StructFormer's heads), as ``fairseq-tree-induce`` (:func:`fairseq_tree.inference.induce.induce_all`).
+* :class:`TreeGeneratorHubInterface` (``tree2seq``): ``translate`` -> :class:`Translation` (a ``str`` with
+  ``score`` and ``tokens``). Input: bracketed trees (``tree_input="brackets"``) or raw text (``"raw"``:
+  tokenized and parsed with ``tree_parser`` = ``stanza`` | ``lal`` | ``induced`` and ``tree_parser_model``, or the
+  folder's own ``parser/``), split into BPE subtrees with the data's ``bpe.codes`` exactly as
+  ``fairseq-interactive`` does; the output BPE removed and detokenized (sacremoses, target language).
+* :class:`ClassifierHubInterface` (``tree_classifier``, ``transformer_classifier``): ``classify`` ->
+  :class:`Classification` (the class name, a ``str``, with ``probabilities``), as ``fairseq-tree-classify``.
+* :class:`ParserHubInterface` (``lal_parser``): ``parse`` -> :class:`~fairseq_tree.trees.Tree` (``str()``:
+  brackets; ``heads``, ``relations``, ``tags``), as ``fairseq-tree-parse``.
+* :class:`InductionHubInterface` (``constituent_transformer``, ``structformer``): ``induce`` ->
+  :class:`InducedStructure`, as ``fairseq-tree-induce``.
 
-``model_name_or_path`` is a directory, ``checkpoint_file`` a file in it; ``data_name_or_path`` the data-bin
-(relative to the model directory when it starts with ``.``, fairseq's rule), default: the one the checkpoint
-was trained on.
+``model_name_or_path``: a directory (a ``fairseq-tree-export`` folder, or a training ``--save-dir``);
+``checkpoint_file``: a file in it (default: ``model.pt`` in an exported folder, else ``checkpoint_best.pt``);
+``data_name_or_path``: the data-bin (relative to the model directory when it starts with ``.``, fairseq's rule;
+default: the exported folder, or the one the checkpoint was trained on). ``device``: None (default) is the GPU
+when there is one, as fairseq's CLIs; ``"cpu"`` to opt out.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import List, Optional, Sequence, Union
 
 import torch
 from fairseq.hub_utils import GeneratorHubInterface
+from torch import nn
 
-from fairseq_tree.evaluation.unsupervised import spans_to_brackets
 from fairseq_tree.inference.checkpoint import load_checkpoint
 from fairseq_tree.inference.classify import Classifier, examples_from_texts
+from fairseq_tree.inference.export import PARSER_DIR, model_card, resolve_folder
 from fairseq_tree.inference.induce import induce_all, load
 from fairseq_tree.inference.parse import LALParser
+from fairseq_tree.inference.results import Classification, InducedStructure, Translation
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.text.normalize import normalize_word
 from fairseq_tree.text.tokenize import Tokenizer
+from fairseq_tree.trees import spans_to_brackets
 
 Sentences = Union[str, Sequence[str]]
 
 
-def checkpoint_path(model_name_or_path: str, checkpoint_file: str) -> str:
-    path = os.path.join(model_name_or_path, checkpoint_file)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such checkpoint")
-    return path
+def checkpoint_path(model_name_or_path: str, checkpoint_file: Optional[str] = None) -> str:
+    return resolve_folder(model_name_or_path, checkpoint_file, None)[0]
 
 
 def data_path(model_name_or_path: str, data_name_or_path: Optional[str]) -> Optional[str]:
-    """fairseq's rule: a path starting with '.' is relative to the model directory."""
+    """fairseq's rule: a path starting with '.' is relative to the model directory (None: the exported folder,
+    or the checkpoint's own)."""
     if data_name_or_path is None:
-        return None
+        return resolve_folder(model_name_or_path, None, None)[1] if _exported(model_name_or_path) else None
     if data_name_or_path.startswith("."):
         return os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
     return data_name_or_path
+
+
+def _exported(folder: str) -> bool:
+    return bool(model_card(folder))
 
 
 def _as_list(sentences: Sentences):
     return ([sentences], True) if isinstance(sentences, str) else (list(sentences), False)
 
 
+def _folder_parser(folder: str) -> dict:
+    """The raw-text parser an exported folder carries: {backend, model path} or {}."""
+    parser = model_card(folder).get("parser")
+    if not parser:
+        return {}
+    path = os.path.join(folder, parser["path"])
+    if parser["backend"] == "stanza":
+        return {"backend": "stanza", "model_dir": path}
+    return {"backend": parser["backend"], "model": path}
+
+
+class _ModelHub(nn.Module):
+    """Base of the hubs that are not fairseq generators: the model is a registered submodule, so ``.to()``,
+    ``.cuda()``, ``.cpu()`` and ``.eval()`` act on it, and every batch goes to :attr:`device`."""
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
 class TreeGeneratorHubInterface(GeneratorHubInterface):
     """fairseq's generator hub with the tree side: inputs go through ``tree_translation``'s interactive path."""
 
     @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, **overrides) -> "TreeGeneratorHubInterface":
-
-        models, cfg, task = load_checkpoint(checkpoint_path(model_name_or_path, checkpoint_file),
-                                            data_path(model_name_or_path, data_name_or_path), **overrides)
+    def load(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+             data_name_or_path: Optional[str] = None, device: Optional[str] = None, tree_parser: Optional[str] = None,
+             tree_parser_model: Optional[str] = None, **overrides) -> "TreeGeneratorHubInterface":
+        path, data = resolve_folder(model_name_or_path, checkpoint_file, data_name_or_path)
+        options = {"tree_parser_device": device}
+        own = _folder_parser(model_name_or_path)
+        if tree_parser is None and own:
+            tree_parser, tree_parser_model = own["backend"], own.get("model")
+            options["stanza_model_dir"] = own.get("model_dir")
+        if tree_parser is not None:
+            options["tree_parser"] = tree_parser
+        if tree_parser_model is not None:
+            options["tree_parser_model"] = tree_parser_model
+        for key in ("tree_input", "stanza_model_dir", "tree_bpe_codes"):
+            if key in overrides:
+                options[key] = overrides.pop(key)
+        models, cfg, task = load_checkpoint(path, data, device, expect=("tree_translation",),
+                                            user="Tree2SeqModel.from_pretrained", task_options=options, **overrides)
         return cls(cfg, task, models)
 
     def __init__(self, cfg, task, models):
@@ -84,11 +126,12 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
         self._detok = MosesDetokenizer(lang=task.cfg.target_lang)
 
     def sample(self, sentences: Sentences, beam: int = 1, verbose: bool = False, **kwargs):
-        """Sentences (raw or bracketed, as ``tree_input`` says) -> detokenized best translations."""
+        """Sentences (raw or bracketed, as ``tree_input`` says) -> the best :class:`Translation` of each."""
         sentences, single = _as_list(sentences)
-        tokens, _ = self.task.get_interactive_tokens_and_lengths(sentences, None)
+        tokens = self.task.encode_tree_inputs(sentences)
         hypos = self.generate(tokens, beam, verbose, **kwargs)
-        out = [self.decode(h[0]["tokens"]) for h in hypos]
+        out = [Translation(self.decode(h[0]["tokens"]), float(h[0]["score"]) / math.log(2),
+                           self.tgt_dict.string(h[0]["tokens"]).split()) for h in hypos]
         return out[0] if single else out
 
     def decode(self, tokens: torch.LongTensor) -> str:
@@ -96,47 +139,52 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
         return self._detok.detokenize(text.split()) if text else text
 
 
-class ClassifierHubInterface:
-    """``classify(sentences, binary=False) -> class names``. Sentences: raw text (tokenized and parsed with
-    ``parser`` and its options, as ``fairseq-tree-classify --parser``), bracketed syntactic trees, or
+class ClassifierHubInterface(_ModelHub):
+    """``classify(sentences, binary=False) -> Classification`` per sentence. Sentences: raw text (tokenized and
+    parsed with ``parser`` and its options, as ``fairseq-tree-classify --parser``), bracketed syntactic trees, or
     SST-format class-labelled trees (``input_format`` ``auto`` tells them apart as the CLI does)."""
 
-    def __init__(self, classifier, parser: str = "stanza", tokenize: str = "moses", **parser_options):
-        self.classifier = classifier
+    def __init__(self, classifier: Classifier, parser: str = "stanza", tokenize: str = "moses", **parser_options):
+        super().__init__()
+        self.classifier, self.model = classifier, classifier.model
         self._parse = RawTextParser(parser, tokenize, "en", **parser_options)  # loads the parser on first raw text
 
     @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", **kwargs) -> "ClassifierHubInterface":
-
-        clf = Classifier(checkpoint_path(model_name_or_path, checkpoint_file),
-                         data_path(model_name_or_path, data_name_or_path), device=device)
-        return cls(clf, **kwargs)
+    def load(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+             data_name_or_path: Optional[str] = None, device: Optional[str] = None, **kwargs
+             ) -> "ClassifierHubInterface":
+        path, data = resolve_folder(model_name_or_path, checkpoint_file, data_name_or_path)
+        own = _folder_parser(model_name_or_path)
+        if "parser" not in kwargs and own:
+            kwargs["parser"] = own.pop("backend")
+            kwargs.update({k: v for k, v in own.items() if k not in kwargs})
+        return cls(Classifier(path, data, device=device), **kwargs)
 
     def classify(self, sentences: Sentences, binary: bool = False, input_format: str = "auto"):
         sentences, single = _as_list(sentences)
         scheme = self.classifier.scheme(binary)
         examples, _ = examples_from_texts(self.classifier, sentences, scheme, input_format, self._parse)
-        preds, _ = self.classifier.predict(examples, binary)
-        out = [scheme.classes[p] for p in preds]
+        probs = self.classifier.probabilities(examples, binary)
+        out = [Classification(scheme.classes[int(p.argmax())], dict(zip(scheme.classes, p.tolist()))) for p in probs]
         return out[0] if single else out
 
 
-class ParserHubInterface:
-    """``parse(sentences, tags=None) -> [Tree]`` (``.to_brackets(one_word=True)``, ``.labeled_spans(one_word=True)``,
-    ``.heads``, ``.relations``, ``.tags``).
-    A sentence is a list of tokens, or a string tokenized as the preprocessing does (sacremoses, PTB)."""
+class ParserHubInterface(_ModelHub):
+    """``parse(sentences, tags=None) -> Tree`` per sentence (``str()``, ``.to_brackets(one_word=True)``,
+    ``.labeled_spans(one_word=True)``, ``.heads``, ``.relations``, ``.tags``). A sentence is a list of tokens,
+    or a string tokenized as the preprocessing does (sacremoses, PTB). A model that reads POS tags refuses
+    sentences without them unless ``unknown_tags=True`` (see :class:`~fairseq_tree.inference.parse.LALParser`)."""
 
-    def __init__(self, parser, tokenize: str = "moses"):
-        self.parser, self._tokenize = parser, tokenize
+    def __init__(self, parser: LALParser, tokenize: str = "moses"):
+        super().__init__()
+        self.parser, self.model, self._tokenize = parser, parser.model, tokenize
 
     @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64,
-             tokenize: str = "moses") -> "ParserHubInterface":
-
-        return cls(LALParser(checkpoint_path(model_name_or_path, checkpoint_file),
-                             data_path(model_name_or_path, data_name_or_path), batch_size, device), tokenize)
+    def load(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+             data_name_or_path: Optional[str] = None, device: Optional[str] = None, batch_size: int = 64,
+             tokenize: str = "moses", unknown_tags: bool = False) -> "ParserHubInterface":
+        path, data = resolve_folder(model_name_or_path, checkpoint_file, data_name_or_path)
+        return cls(LALParser(path, data, batch_size, device, unknown_tags=unknown_tags), tokenize)
 
     def parse(self, sentences, tags: Optional[Sequence[Sequence[str]]] = None):
         sentences, single = _as_list(sentences)
@@ -145,25 +193,25 @@ class ParserHubInterface:
         return out[0] if single else out
 
 
-class InductionHubInterface:
-    """``induce(sentences) -> [{"words", "spans", "tree", "heads"}]``: the unlabeled tree (half-open spans over the
-    words, and one-line brackets with ``X`` labels) and, for StructFormer, each word's head (0 = root). Words are
-    normalised as the model was trained (lower case, digits -> N) before the model sees them; results name the
-    words as given. ``opts``: the model's ``induce`` options (``fairseq-tree-induce --opt``)."""
+class InductionHubInterface(_ModelHub):
+    """``induce(sentences) -> InducedStructure`` per sentence: the unlabeled tree (half-open spans over the words,
+    and one-line brackets with ``X`` nodes and preterminals) and, for StructFormer, each word's head (0 = root).
+    Words are normalised as the model was trained (lower case, digits -> N) before the model sees them; results
+    name the words as given. ``opts``: the model's ``induce`` options (``fairseq-tree-induce --opt``)."""
 
-    def __init__(self, model, task, device: str = "cpu", batch_size: int = 64):
-        self.model, self.task, self.device, self.batch_size = model, task, device, batch_size
+    def __init__(self, model, task, batch_size: int = 64):
+        super().__init__()
+        self.model, self.task, self.batch_size = model, task, batch_size
 
     @classmethod
-    def load(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-             data_name_or_path: Optional[str] = None, device: str = "cpu", batch_size: int = 64
+    def load(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+             data_name_or_path: Optional[str] = None, device: Optional[str] = None, batch_size: int = 64
              ) -> "InductionHubInterface":
-
-        model, task = load(checkpoint_path(model_name_or_path, checkpoint_file),
-                           data_path(model_name_or_path, data_name_or_path), device)
+        path, data = resolve_folder(model_name_or_path, checkpoint_file, data_name_or_path)
+        model, task = load(path, data, device)
         if not hasattr(model, "induce"):
-            raise ValueError(f"{type(model).__name__} induces no structure")
-        return cls(model, task, device, batch_size)
+            raise ValueError(f"{path}: {type(model).__name__} induces no structure (a plain mlm_transformer?)")
+        return cls(model, task, batch_size)
 
     def induce(self, sentences, **opts):
         sentences, single = _as_list(sentences)
@@ -172,8 +220,8 @@ class InductionHubInterface:
         digits = not getattr(self.task.cfg, "eval_keep_digits", False)
         words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
         spans, heads, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device, **opts)
-        out = [{"words": w, "spans": s, "tree": spans_to_brackets(s, w) if w else "",
-                "heads": heads[k] if heads is not None else None}
+        out = [InducedStructure(w, [tuple(x) for x in s], spans_to_brackets(s, w, "X", "X") if w else "",
+                                heads[k] if heads is not None else None)
                for k, (w, s) in enumerate(zip(raw, spans))]
         return out[0] if single else out
 
@@ -192,6 +240,10 @@ class FromPretrained:
     HUB_INTERFACE = "TreeGeneratorHubInterface"
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
                         data_name_or_path: Optional[str] = None, **kwargs):
         return globals()[cls.HUB_INTERFACE].load(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+
+
+__all__ = ["ClassifierHubInterface", "FromPretrained", "InductionHubInterface", "ParserHubInterface",
+           "TreeGeneratorHubInterface", "checkpoint_path", "data_path", "PARSER_DIR"]

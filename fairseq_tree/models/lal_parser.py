@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from torch import Tensor
 
-from fairseq_tree.models.architecture import set_default
+from fairseq_tree.models.architecture import require_task, set_default
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.chart import cky, eisner
 from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
@@ -151,6 +151,7 @@ class LALParserModel(FromPretrained, BaseFairseqModel):
 
     @classmethod
     def build_model(cls, args, task):
+        require_task("lal_parser", task, "label_names", "constituency_parsing")
         lal_parser_base(args)
         return cls(args, task.dicts, task.num_labels, task.num_relations)
 

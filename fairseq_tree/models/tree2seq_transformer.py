@@ -36,6 +36,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import Tensor
 
+from fairseq_tree.models.architecture import require_task
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
@@ -296,6 +297,7 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
         activation offloading) on :class:`Tree2SeqConfig`, through the :meth:`build_encoder` and
         :meth:`build_decoder` hooks. The hook gets no task: the label dictionary rides on the config for the
         duration of the call (side channel 3 of :mod:`fairseq_tree.side_channels`)."""
+        require_task("tree2seq", task, "label_dictionary", "tree_translation")
         tree2seq_base(args)
         cfg = Tree2SeqConfig.from_namespace(args)
         cfg.label_dictionary = task.label_dictionary

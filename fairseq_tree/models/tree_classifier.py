@@ -27,6 +27,7 @@ from fairseq.models.roberta.model import RobertaClassificationHead
 from fairseq.models.transformer import TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
+from fairseq_tree.models.architecture import require_task
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.models.tree2seq_transformer import Tree2SeqEncoder, add_tree2seq_args, tree_defaults
 from fairseq_tree.modules.fairseq_layers import PlainTransformerEncoder
@@ -70,6 +71,7 @@ class TreeClassifierModel(FromPretrained, BaseFairseqModel):
 
     @classmethod
     def build_model(cls, args, task):
+        require_task("tree_classifier", task, "num_classes", "tree_classification")
         tree_classifier_base(args)
         args.max_source_positions = task.max_positions()
         d = args.encoder_embed_dim
@@ -116,6 +118,7 @@ class TransformerClassifierModel(FromPretrained, BaseFairseqModel):
 
     @classmethod
     def build_model(cls, args, task):
+        require_task("transformer_classifier", task, "num_classes", "tree_classification")
         transformer_classifier_base(args)
         args.max_source_positions = task.max_positions() + 1  # + <s>
         embed_tokens = TransformerModel.build_embedding(args, task.source_dictionary, args.encoder_embed_dim)

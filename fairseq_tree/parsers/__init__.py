@@ -9,14 +9,14 @@ sentence it could not parse and the trees of all the others.
 Batching: a backend parses its input in batches of ``batch_size`` sentences of similar length (sorted by
 length, so fewer pad positions; ``sort_by_length=False`` keeps the input order, for benchmarks;
 :func:`fairseq_tree.inference.batching.length_batches`) and returns the results in input order.
-``device``: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`check_device`).
+``device``: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`check_device`); None: the GPU when there is one.
 Backends are imported lazily: importing this package does not import stanza or torch.
 """
 
 from typing import Any, Dict, List, Sequence, Union
 
 from fairseq_tree.inference.batching import length_batches  # noqa: F401  (the one batching helper; re-exported)
-from fairseq_tree.utils.devices import check_device, device_arg  # noqa: F401  (re-exported)
+from fairseq_tree.utils.devices import check_device, device_arg, resolve_device  # noqa: F401  (re-exported)
 
 
 class ParseError(Exception):
@@ -138,4 +138,4 @@ def build_parser(name: str, **options: Dict[str, Any]):
 
 
 __all__ = ["ParseError", "BatchedBackend", "CheckpointBackend", "BACKENDS", "get_parser_class", "build_parser",
-           "check_device", "device_arg", "length_batches"]
+           "check_device", "device_arg", "length_batches", "resolve_device"]

@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 from fairseq_tree.data.induction_text import normalize_word
 from fairseq_tree.inference.induce import induce_all, load
-from fairseq_tree.parsers import CheckpointBackend, check_device
+from fairseq_tree.parsers import CheckpointBackend, resolve_device
 from fairseq_tree.trees import Tree, post_order, to_brackets
 
 logger = logging.getLogger(__name__)
@@ -44,14 +44,22 @@ def tokens_to_tree(tokens: Sequence[str], word_positions: Sequence[int], word_sp
     return tree
 
 
+def split_words(sentence: Sequence[str], lowercase: bool, digits: bool) -> Tuple[List[str], List[int], List[str]]:
+    """A token list -> (tokens, ``-LRB-``/``-RRB-`` as ``(``/``)``; the positions of its word tokens (those with a
+    letter or digit); those words normalised as the model's training text: lower-cased, digits -> ``N``)."""
+    tokens = [_UNESCAPE_INPUT.get(t, t) for t in sentence]
+    pos = [k for k, t in enumerate(tokens) if _WORDLIKE.search(t)]
+    return tokens, pos, [normalize_word(sentence[k], lowercase, digits) for k in pos]
+
+
 class InducedBackend(CheckpointBackend):
-    def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
+    def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: Optional[str] = None,
                  num_threads: Optional[int] = None, sort_by_length: bool = True):
         if not model:
             raise ValueError("--parser induced needs a checkpoint (--parser-model CKPT)")
         self.options = dict(model=model, data=data, batch_size=batch_size, device=device, num_threads=num_threads,
                             sort_by_length=sort_by_length)
-        check_device(device)
+        device = resolve_device(device)
         import torch
 
         if num_threads:
@@ -69,11 +77,10 @@ class InducedBackend(CheckpointBackend):
 
         if not sentence:
             raise ValueError("empty sentence")
-        tokens = [_UNESCAPE_INPUT.get(t, t) for t in sentence]
-        pos = [k for k, t in enumerate(tokens) if _WORDLIKE.search(t)]
+        tokens, pos, words = split_words(sentence, self.lowercase, self.digits)
         if len(pos) > self.max_words:
             raise ValueError(f"{len(pos)} words: longer than the model's --max-positions - 2 = {self.max_words}")
-        return tokens, pos, [normalize_word(sentence[k], self.lowercase, self.digits) for k in pos]
+        return tokens, pos, words
 
     def parse_batch(self, items) -> List[Union[str, Exception]]:
         """At most ``batch_size`` prepared sentences -> brackets (or the ValueError of a tree that cannot be
@@ -92,4 +99,4 @@ class InducedBackend(CheckpointBackend):
     def describe(self, e: Exception) -> str:
         return str(e) if isinstance(e, ValueError) else super().describe(e)
 
-__all__ = ["InducedBackend", "tokens_to_tree"]
+__all__ = ["InducedBackend", "split_words", "tokens_to_tree"]

@@ -1,42 +1,39 @@
 """Constituency parsing of pre-tokenized text with our own ``lal_parser`` checkpoint (``--parser lal``).
 
-``LALBackend.from_options(model=CKPT, data=None, batch_size=64, device='cpu', num_threads=None,
-sort_by_length=True)``; ``parse(list of token lists) -> list of one-line PTB brackets`` with POS preterminals,
-in length-sorted batches of ``batch_size`` sentences on ``device`` (the model's weights and every batch; the
+``LALBackend.from_options(model=CKPT, data=None, batch_size=64, device=None, num_threads=None,
+sort_by_length=True, unknown_tags=False)`` (``device`` None: the GPU when there is one); ``parse(list of
+token lists) -> list of one-line PTB brackets`` with POS preterminals, in length-sorted batches of
+``batch_size`` sentences on ``device`` (the model's weights and every batch; the
 CKY / Eisner charts run in fp32 on that device, see :mod:`fairseq_tree.modules.chart`), results in input
-order. POS tags: a model trained ``--no-pos-tags`` predicts them; a model that takes tags as input gets none
-here (every tag unknown; a warning says so), so train the backend's model with ``--no-pos-tags``.
+order. POS tags: a model trained ``--no-pos-tags`` predicts them; a model that takes tags as input is refused
+(raw text has no tags) unless ``unknown_tags=True`` (every tag unknown; its F1 falls far below the model's).
 Pickling keeps only the options, so worker processes reload the checkpoint.
 """
 
-import logging
 from typing import List, Optional, Sequence
 
 from fairseq_tree.inference.parse import LALParser
-from fairseq_tree.parsers import CheckpointBackend, check_device
-
-logger = logging.getLogger(__name__)
+from fairseq_tree.parsers import CheckpointBackend, resolve_device
 
 _UNESCAPE_INPUT = {"-LRB-": "(", "-RRB-": ")"}
 
 
 class LALBackend(CheckpointBackend):
-    def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
-                 num_threads: Optional[int] = None, sort_by_length: bool = True):
+    def __init__(self, model: str, data: Optional[str] = None, batch_size: int = 64, device: Optional[str] = None,
+                 num_threads: Optional[int] = None, sort_by_length: bool = True, unknown_tags: bool = False):
         if not model:
             raise ValueError("--parser lal needs a checkpoint (--parser-model CKPT)")
         self.options = dict(model=model, data=data, batch_size=batch_size, device=device, num_threads=num_threads,
-                            sort_by_length=sort_by_length)
-        check_device(device)
+                            sort_by_length=sort_by_length, unknown_tags=unknown_tags)
+        device = resolve_device(device)
         import torch
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
         self.batch_size, self.device, self.sort_by_length = int(batch_size), device, bool(sort_by_length)
-        self.parser = LALParser(model, data=data, batch_size=self.batch_size, device=device)
+        self.parser = LALParser(model, data=data, batch_size=self.batch_size, device=device, unknown_tags=unknown_tags)
+        self.parser.check_tags(None)  # raw text has no tags: a tag-reading model stops here, before any input
         self.max_words = self.parser.model.args.max_positions - 2
-        if self.parser.uses_tags:
-            logger.warning("%s takes POS tags as input, which raw text lacks: train with --no-pos-tags", model)
 
     def prepare(self, sentence: Sequence[str]) -> List[str]:
         """A token list -> the words the model reads (``-LRB-``/``-RRB-`` as ``(``/``)``); ValueError if unparsable."""

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from fairseq_tree.parsers import BatchedBackend, ParseError, check_device
+from fairseq_tree.parsers import BatchedBackend, ParseError, resolve_device
 from fairseq_tree.trees import escape_word
 
 logger = logging.getLogger(__name__)
@@ -189,13 +189,13 @@ class StanzaParser(BatchedBackend):
 
     def __init__(self, pos_model: Optional[str] = None, constituency_model: Optional[str] = None,
                  pretrain: Optional[str] = None, model_dir: Optional[str] = None, download: bool = False,
-                 constituency_batch_size: int = 64, pos_batch_size: Optional[int] = None, device: str = "cpu",
+                 constituency_batch_size: int = 64, pos_batch_size: Optional[int] = None, device: Optional[str] = None,
                  num_threads: Optional[int] = None, sort_by_length: bool = True, lang: str = LANG):
         self.options = dict(pos_model=pos_model, constituency_model=constituency_model, pretrain=pretrain,
                             model_dir=model_dir, download=download, constituency_batch_size=constituency_batch_size,
                             pos_batch_size=pos_batch_size, device=device, num_threads=num_threads,
                             sort_by_length=sort_by_length, lang=lang)
-        check_device(device)
+        device = resolve_device(device)
         self.batch_size, self.sort_by_length = int(constituency_batch_size), bool(sort_by_length)
         self.lang = lang
         self.paths = resolve_stanza_models(pos_model, constituency_model, pretrain, model_dir, download, lang)

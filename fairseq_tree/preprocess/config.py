@@ -51,7 +51,7 @@ class PreprocessConfig:
     binary: bool = False
     node_inputs: str = "symbol"
     # parser backends
-    device: str = "cpu"
+    device: Optional[str] = None  # None: the GPU when there is one
     parser_model: Optional[str] = None
     parser_data: Optional[str] = None
     stanza_model_dir: Optional[str] = None

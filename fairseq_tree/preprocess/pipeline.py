@@ -40,6 +40,7 @@ from fairseq_tree.preprocess.launcher import make_executor, run_stage_jobs
 from fairseq_tree.preprocess.stages import PreprocessError, Shard, StageConfig
 from fairseq_tree.text.bpe import learn_codes
 from fairseq_tree.trees.io import atomic_path, atomic_write
+from fairseq_tree.utils.devices import resolve_device
 from fairseq_tree.utils.progress import Progress
 
 logger = logging.getLogger("fairseq_tree.preprocess")
@@ -334,7 +335,7 @@ def classification_options(args: PreprocessConfig) -> Optional[dict]:
 def parser_options(args) -> dict:
     """The picklable keyword arguments of ``build_parser(args.parser, ...)`` (``{}`` for ``given``): ``args`` is a
     :class:`PreprocessConfig` or the Namespace of a CLI with the same backend options (``fairseq-tree-classify``)."""
-    device = args.device or "cpu"
+    device = resolve_device(args.device)
     if args.parser in ("lal", "induced"):
         return {"model": args.parser_model, "data": args.parser_data, "batch_size": args.parse_batch_size,
                 "device": device}

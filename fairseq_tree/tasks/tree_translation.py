@@ -6,8 +6,11 @@ dictionary and embedding table, so a label can never collide with a word.
 
 ``fairseq-interactive`` reads one source per line: a bracketed tree (``--tree-input brackets``, the
 default) or raw text that is tokenized and parsed on the fly (``--tree-input raw`` with the same parser
-backends as preprocessing, e.g. ``--tree-parser stanza --stanza-model-dir DIR``). Either way the words are
-split with the data directory's ``bpe.codes`` into POS-labelled subtrees exactly as in preprocessing.
+backends as preprocessing: ``--tree-parser stanza --stanza-model-dir DIR``, ``--tree-parser lal
+--tree-parser-model CKPT``, ``--tree-parser induced --tree-parser-model CKPT``). Either way the words are
+split with the data directory's ``bpe.codes`` into POS-labelled subtrees exactly as in preprocessing. A line that
+cannot be read or parsed is reported with its number and skipped; the other lines keep their numbers as ids
+(``S-0`` is line 1).
 """
 
 import logging
@@ -22,6 +25,8 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from fairseq_tree.data import TreeLanguagePairDataset
+from fairseq_tree.inference.export import resolve_folder
+from fairseq_tree.parsers import ParseError
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.side_channels import InteractiveTrees
 from fairseq_tree.tasks.criterion_check import CriterionCheck
@@ -38,7 +43,13 @@ class TreeTranslationConfig(TranslationConfig):
     tree_input: str = field(default="brackets", metadata={
         "help": "fairseq-interactive input: 'brackets' (one bracketed tree per line) or 'raw' (text, "
                 "tokenized and parsed on the fly with --tree-parser)"})
-    tree_parser: str = field(default="stanza", metadata={"help": "parser backend for --tree-input raw"})
+    tree_parser: str = field(default="stanza", metadata={
+        "help": "parser backend for --tree-input raw: stanza (--stanza-model-dir), lal or induced "
+                "(--tree-parser-model)"})
+    tree_parser_model: Optional[str] = field(default=None, metadata={
+        "help": "the parser's checkpoint (or fairseq-tree-export folder) for --tree-parser lal / induced"})
+    tree_parser_device: Optional[str] = field(default=None, metadata={
+        "help": "where the raw-text parser runs: cpu, cuda, cuda:N (default: the GPU when there is one)"})
     stanza_model_dir: Optional[str] = field(default=None, metadata={
         "help": "stanza models for --tree-input raw (a dir written by scripts/recipes/train_stanza_parser.sh)"})
     tree_bpe_codes: Optional[str] = field(default=None, metadata={
@@ -53,6 +64,22 @@ class TreeTranslationConfig(TranslationConfig):
                 "and stop if they differ (fairseq checks nothing on CPU); 0 = off"})
 
 
+def parser_options(cfg: TreeTranslationConfig) -> dict:
+    """The raw-text backend's options from the task's flags (stanza: its model directory; lal / induced: the
+    checkpoint, or a fairseq-tree-export folder: its ``model.pt`` with the folder's dictionaries)."""
+    device = getattr(cfg, "tree_parser_device", None)
+    if cfg.tree_parser == "stanza":
+        return {"model_dir": cfg.stanza_model_dir, "device": device}
+    model = getattr(cfg, "tree_parser_model", None)
+    if not model:
+        raise ValueError(f"--tree-parser {cfg.tree_parser} needs --tree-parser-model CKPT (a checkpoint or a "
+                         "fairseq-tree-export folder)")
+    data = None
+    if os.path.isdir(model):
+        model, data = resolve_folder(model, None, None)
+    return {"model": model, "data": data, "device": device}
+
+
 class _TreeInputParser:
     """fairseq-interactive input line -> subword tree (bracketed input, or raw text parsed on the fly),
     split with the data directory's BPE codes exactly as ``fairseq-tree-preprocess`` does."""
@@ -63,7 +90,7 @@ class _TreeInputParser:
         self.unary = cfg.tree_unary
         self.parse_raw = None
         if cfg.tree_input == "raw":
-            self.parse_raw = RawTextParser(cfg.tree_parser, "moses", cfg.source_lang, model_dir=cfg.stanza_model_dir)
+            self.parse_raw = RawTextParser(cfg.tree_parser, "moses", cfg.source_lang, **parser_options(cfg))
             self.parse_raw.backend  # noqa: B018  (load the parser now: a bad model fails before any input)
         elif cfg.tree_input != "brackets":
             raise ValueError(f"--tree-input must be brackets or raw, not {cfg.tree_input!r}")
@@ -88,6 +115,7 @@ class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTas
         self.label_dict = label_dict
         self._input_parser = None
         self._interactive = InteractiveTrees()
+        self._lines_read = 0  # fairseq-interactive's input lines so far (to name a bad one)
 
     @classmethod
     def setup_task(cls, cfg: TreeTranslationConfig, **kwargs):
@@ -142,15 +170,42 @@ class TreeTranslationTask(KeepsLeftoverSentences, CriterionCheck, TranslationTas
     # fairseq-interactive passes inference_step only src_tokens/src_lengths: the tree side of each batch travels
     # through an InteractiveTrees (fairseq_tree/side_channels.py says why and how).
     def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        """fairseq-interactive's input: a line that cannot be read or parsed is logged with its number (counted
+        over the whole run) and skipped; the others keep their line numbers as ids (the dataset's collater
+        maps them back), so ``S-k`` / ``H-k`` is still line k + 1."""
+        kept, tokens = [], []
+        for k, line in enumerate(lines):
+            try:
+                tokens.append(self.encode_tree_input(line))
+                kept.append(k)
+            except (ValueError, ParseError) as e:
+                logger.error("input line %d: %s (skipped)", self._lines_read + k + 1, getattr(e, "message", e))
+        self._lines_read += len(lines)
+        self._interactive.keep_ids(kept)
+        return tokens, [len(t) for t in tokens]
+
+    def encode_tree_inputs(self, lines) -> list:
+        """The hub's input: every line encoded (:meth:`encode_tree_input`), ids as given; a bad line raises
+        ValueError naming its number (nothing of the call stays recorded)."""
+        tokens = []
+        for k, line in enumerate(lines):
+            try:
+                tokens.append(self.encode_tree_input(line))
+            except (ValueError, ParseError) as e:
+                self._interactive.take(len(tokens))
+                raise ValueError(f"sentence {k + 1}: {getattr(e, 'message', e)}") from None
+        self._interactive.keep_ids(list(range(len(tokens))))
+        return tokens
+
+    def encode_tree_input(self, line: str) -> torch.Tensor:
+        """One input line (a bracketed tree, or raw text with ``--tree-input raw``) -> its leaf ids [n]; its
+        tree side is recorded for the batch (side channel 2). TreeFormatError / ParseError on a bad line."""
         if self._input_parser is None:
             self._input_parser = _TreeInputParser(self.cfg)
-        tokens = []
-        for line in lines:
-            tree = self._input_parser(line)
-            tokens.append(torch.tensor([self.src_dict.index(w) for w in tree.words], dtype=torch.long))
-            self._interactive.add(torch.tensor([self.label_dict.index(x) for x in tree.labels], dtype=torch.long),
-                                  torch.tensor(tree.flat_spans(), dtype=torch.long))
-        return tokens, [len(t) for t in tokens]
+        tree = self._input_parser(line)
+        self._interactive.add(torch.tensor([self.label_dict.index(x) for x in tree.labels], dtype=torch.long),
+                              torch.tensor(tree.flat_spans(), dtype=torch.long))
+        return torch.tensor([self.src_dict.index(w) for w in tree.words], dtype=torch.long)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         nodes, spans = self._interactive.take(len(src_tokens))

@@ -130,6 +130,20 @@ class Tree:
         return bracket_line(preterminals(self.words, self.tags),
                             [(s, e, label) for (s, e), label in zip(self.spans, self.labels)])
 
+    def __str__(self) -> str:
+        """The tree as one line of brackets, with its one-word constituents (what the parse CLIs write)."""
+        return self.to_brackets(one_word=True)
+
+    def to_json(self) -> dict:
+        """Plain data (``--format jsonl``): words, tags, one-line brackets, and the heads (0 = root) and
+        relations when the tree has them."""
+        out = {"words": list(self.words), "tags": list(self.tags), "tree": str(self)}
+        if self.heads is not None:
+            out["heads"] = list(self.heads)
+        if self.relations is not None:
+            out["relations"] = list(self.relations)
+        return out
+
     def labeled_spans(self, one_word: bool = False) -> List[LabeledSpan]:
         """``(start, end, label)`` of every node, post-order. Shape [m]. ``one_word``: the EVALB view, the
         ``word_phrases`` too (spans of length 1), post-order (a one-word span before the nodes that end with it)."""

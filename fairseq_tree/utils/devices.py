@@ -1,6 +1,9 @@
-"""Devices as the CLIs and hubs name them: ``cpu``, ``cuda`` or ``cuda:N``, checked before any work starts."""
+"""Devices as the CLIs and hubs name them: ``cpu``, ``cuda`` or ``cuda:N``, checked before any work starts.
+fairseq's convention everywhere: the GPU when there is one (:func:`default_device`), ``--cpu`` or ``--device cpu``
+to opt out (:func:`add_device_args`)."""
 
 import re
+from typing import Optional
 
 _DEVICE = re.compile(r"(cpu|cuda(?::(\d+))?)")
 
@@ -28,6 +31,28 @@ def check_device(device: str) -> str:
     return device
 
 
+def default_device() -> str:
+    """``cuda`` when torch sees a GPU, else ``cpu`` (what fairseq-train and fairseq-generate do without --cpu)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_device(device: Optional[str]) -> str:
+    """``device`` checked (:func:`check_device`), or :func:`default_device` when it is None or ``auto``."""
+    return default_device() if device in (None, "", "auto") else check_device(device)
+
+
+def add_device_args(p, what: str = "the model") -> None:
+    """``--device cpu|cuda|cuda:N`` (default: the GPU when there is one) and fairseq's ``--cpu`` (the same as
+    ``--device cpu``) on an argparse parser; ``args.device`` is None when neither is given (see
+    :func:`resolve_device`)."""
+    p.add_argument("--device", type=device_arg, default=None, metavar="cpu|cuda|cuda:N",
+                   help=f"where {what} runs (default: cuda when a GPU is visible, else cpu)")
+    p.add_argument("--cpu", dest="device", action="store_const", const="cpu",
+                   help="run on the CPU even when a GPU is visible (= --device cpu, as fairseq's --cpu)")
+
+
 def device_arg(value: str) -> str:
     """argparse ``type=`` for ``--device``: :func:`check_device`, so a bad device stops the CLI before any work."""
     import argparse
@@ -38,4 +63,4 @@ def device_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-__all__ = ["check_device", "device_arg"]
+__all__ = ["add_device_args", "check_device", "default_device", "device_arg", "resolve_device"]

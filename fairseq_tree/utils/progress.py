@@ -1,4 +1,5 @@
-"""Progress of a preprocessing pass: a tqdm bar (rate, ETA) on a terminal, plain log lines otherwise."""
+"""Progress of a long pass (preprocessing, parsing, inducing, classifying, averaging): a tqdm bar (rate, ETA) on a
+terminal, plain log lines every few seconds otherwise."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import time
 from typing import Iterable, Iterator, TypeVar
 
-logger = logging.getLogger("fairseq_tree.preprocess")
+logger = logging.getLogger("fairseq_tree.progress")
 T = TypeVar("T")
 
 
