@@ -15,6 +15,8 @@ writes into ``--destdir`` (MMap indexed datasets; read with ``data_utils.load_in
 ``{split}.tags``            POS tag ids [n] (``dict.tags.txt``)
 ``{split}.chars``           character ids of every word, each word followed by the char dict's EOS id
 ``{split}.spans``           flattened ``start, end, label_id`` triples, half-open, post-order (``dict.labels.txt``)
+``{split}.text.jsonl``      the words as strings, one JSON list per sentence (a pretrained encoder's tokenizer
+                            reads them: ids cannot give back unknown words)
 ``{split}.heads``           (with ``--{split}-dep``) head of each word, 1-based, 0 = root [n]
 ``{split}.rels``            (with ``--{split}-dep``) relation ids [n] (``dict.rels.txt``)
 ``dict.{words,tags,chars,labels,rels}.txt``  fairseq dictionaries (4 specials each)
@@ -124,6 +126,8 @@ def binarize(args) -> dict:
         prefix = os.path.join(args.destdir, s)
         words = [[d["words"].index(w) for w in t.words] for t in trees]
         _write(prefix + ".words", words, len(d["words"]))
+        with open(prefix + ".text.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(t.words, ensure_ascii=False) + "\n" for t in trees)
         _write(prefix + ".tags", [[d["tags"].index(x) for x in t.tags] for t in trees], len(d["tags"]))
         eos = d["chars"].eos()
         _write(prefix + ".chars", [[i for w in t.words for i in [d["chars"].index(c) for c in word_chars(w)] + [eos]]

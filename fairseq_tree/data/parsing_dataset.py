@@ -7,13 +7,15 @@ A batch (right-padded; n = longest sentence in words, T = n + 2 with BOS and EOS
       src_tags    [B, T]      POS tag ids (tag dict BOS/EOS at the ends)
       src_chars   [B, T, C]   char ids per token (pad 1); BOS/EOS tokens hold the char dict's BOS/EOS id
       src_lengths [B]         n_b, words only
+      pt_*                    (a model with --pretrained-encoder only) its subwords and pooling offsets, made by
+                              the task's ``subwords`` function from the words as strings (data/subwords.py)
     gold_spans  list of B lists of (start, end, class): half-open fenceposts 0..n_b, class = label id - nspecial
     gold_chart  [B, n+1, n+1] class + 1 of each gold span, 0 = not a constituent
     heads       [B, n+1] gold head of word d (1..n_b) in 0..n_b; column 0 and padding 0   (if dependencies)
     rels        [B, n+1] gold relation class of word d (rel id - nspecial)                 (if dependencies)
 """
 
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -23,15 +25,21 @@ from fairseq_tree.data.sized_dataset import SizedDataset
 
 
 class ParsingDataset(SizedDataset):
-    def __init__(self, words, tags, chars, spans, heads, rels, dicts, shuffle=True):
+    """``text``: the sentences' words as strings (``{split}.text.jsonl``), or None; ``subwords``: the collater's
+    words -> subwords function (set by the task once the model is built), or None."""
+
+    def __init__(self, words, tags, chars, spans, heads, rels, dicts, shuffle=True, text=None, subwords=None):
         self.words, self.tags, self.chars, self.spans, self.heads, self.rels = words, tags, chars, spans, heads, rels
         self.dicts = dicts
         self.shuffle = shuffle
+        self.text, self.subwords = text, subwords
         self.sizes = np.array([len(words[i]) + 2 for i in range(len(words))]) if not hasattr(words, "sizes") \
             else np.asarray(words.sizes) + 2
 
     def __getitem__(self, i):
         item = {"id": i, "words": self.words[i], "tags": self.tags[i], "chars": self.chars[i]}
+        if self.text is not None:
+            item["text"] = self.text[i]
         if self.spans is not None:
             item["spans"] = self.spans[i]
         if self.heads is not None:
@@ -39,7 +47,7 @@ class ParsingDataset(SizedDataset):
         return item
 
     def collater(self, samples):
-        return collate(samples, self.dicts)
+        return collate(samples, self.dicts, self.subwords)
 
 
 def encode_sentence(words: Sequence[str], tags: Optional[Sequence[str]], dicts) -> dict:
@@ -51,10 +59,11 @@ def encode_sentence(words: Sequence[str], tags: Optional[Sequence[str]], dicts) 
         chars += [cd.index(c) for c in word_chars(w)] + [cd.eos()]
     return {"id": 0, "words": torch.tensor([wd.index(w) for w in words]),
             "tags": torch.tensor([td.index(t) for t in tags] if tags is not None else [td.unk()] * len(words)),
-            "chars": torch.tensor(chars)}
+            "chars": torch.tensor(chars), "text": list(words)}
 
 
-def collate(samples: List[dict], dicts) -> dict:
+def collate(samples: List[dict], dicts, subwords: Optional[Callable] = None) -> dict:
+    """``subwords(sentences as word lists, T) -> {pt_*: tensor}`` (a pretrained encoder's input) or None."""
     if not samples:
         return {}
     wd, td, cd = dicts["words"], dicts["tags"], dicts["chars"]
@@ -91,6 +100,12 @@ def collate(samples: List[dict], dicts) -> dict:
         "net_input": {"src_tokens": tokens, "src_tags": tags, "src_chars": chars,
                       "src_lengths": torch.tensor(lens)},
     }
+    if subwords is not None:
+        if any("text" not in s for s in samples):
+            raise ValueError("a pretrained-encoder model needs the words as strings: this data directory has no "
+                             "{split}.text.jsonl (written by fairseq-tree-parsing-data since the pretrained encoder "
+                             "was added): binarize the treebanks again")
+        batch["net_input"].update(subwords([s["text"] for s in samples], T))
     if "spans" in samples[0]:
         ld = dicts["labels"]
         gold = []

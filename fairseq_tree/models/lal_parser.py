@@ -4,11 +4,24 @@
 heads are a count, never tied to labels) and ``src_joint/main.py`` (training).
 
 Tokens (BOS w_1..w_n EOS) are ``LN([content ; position])``: content = word embedding + POS-tag embedding
-(``--no-pos-tags`` drops it) + a character CNN (max-pooled; stands in for the paper's XLNet, which cannot be
-downloaded here; :meth:`LALParserModel.extra_content` is the hook for a pretrained encoder), position = a
-learned table. Then ``--encoder-layers`` partitioned self-attention layers (Kitaev & Klein) and one Label
-Attention Layer (:mod:`fairseq_tree.modules.label_attention`) with one head per constituent label by default
-(``--lal-heads``). Ablations: ``--lal-no-pwff``, ``--lal-no-residual-dropout``.
+(``--no-pos-tags`` drops it) + a character CNN (max-pooled), position = a learned table.
+
+Pretrained encoder (``--pretrained-encoder NAME_OR_DIR``, the paper's XLNet / BERT, sec. 4.1; needs the
+``[pretrained]`` extra): the sentence's subwords (:mod:`fairseq_tree.data.subwords`, made by the collater from the
+words as strings) go through the HuggingFace encoder, are pooled back to one vector per token
+(``--pretrained-pooling first|last|mean``) and projected, bias-free, to d_content by
+:meth:`LALParserModel.extra_content` (:mod:`fairseq_tree.modules.pretrained_encoder`): that vector is added to
+the content (word + tag + characters), before the LayerNorm, where the paper's "embedding model" sits.
+``--pretrained-replace-words`` drops the learned word embedding and the character CNN, so the content is the
+pretrained vector + the tag embedding: the paper's "sum of word and part-of-speech embeddings" with XLNet as the
+word embedding, and the authors' best script (word embeddings off, tags on). Pooling: the first subword by
+default (the issue's choice); the authors' code takes the last one (``--pretrained-pooling last``, see
+``../shared/notes/reference_code_notes.md``, section 3a). ``--pretrained-lr`` gives the encoder its own learning
+rate (the task's ``optimizer_step``), ``--pretrained-freeze`` freezes it.
+
+Then ``--encoder-layers`` partitioned self-attention layers (Kitaev & Klein) and one Label Attention Layer
+(:mod:`fairseq_tree.modules.label_attention`) with one head per constituent label by default (``--lal-heads``).
+Ablations: ``--lal-no-pwff``, ``--lal-no-residual-dropout``.
 
 Span features (eq. 5): each label head's output block u_{t,l} [d_proj] is split in a forward and a backward
 half; fencepost k (0..n) = [fwd(token k) ; bwd(token k+1)] for every head, and span (i, j) = f_j - f_i.
@@ -24,6 +37,7 @@ token as root) from the LAL output; relation labels (eq. 11) are a biaffine clas
 head) pair, i.e. conditioned on the head.
 """
 
+import argparse
 import math
 from typing import Dict, Optional
 
@@ -37,6 +51,12 @@ from fairseq_tree.models.architecture import require_task, set_default
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.chart import cky, eisner
 from fairseq_tree.modules.label_attention import LabelAttention, PartitionedSelfAttentionLayer
+from fairseq_tree.modules.pretrained_encoder import (
+    POOLINGS,
+    PretrainedWordEncoder,
+    encoder_from_config,
+    load_pretrained,
+)
 
 NEG = -1e9
 
@@ -102,6 +122,20 @@ class LALParserModel(FromPretrained, BaseFairseqModel):
         a("--d-biaffine", type=int, metavar="D", help="arc MLP size (eq. 10)")
         a("--d-rel", type=int, metavar="D", help="relation MLP size (eq. 11)")
         a("--max-positions", type=int, metavar="N")
+        a("--pretrained-encoder", metavar="NAME_OR_DIR",
+          help="HuggingFace encoder (a save_pretrained directory or a hub name) whose pooled subword vectors are "
+               "projected into the content embedding (needs the [pretrained] extra)")
+        a("--pretrained-pooling", choices=POOLINGS, help="which subwords make a word's vector (default: first)")
+        a("--pretrained-replace-words", action="store_true",
+          help="the pretrained vector replaces the word embedding and the character CNN (the paper's setting)")
+        a("--pretrained-lr", type=float, metavar="LR",
+          help="the pretrained encoder's learning rate (follows --lr's schedule, scaled); default: --lr")
+        a("--pretrained-freeze", action="store_true", help="no gradient into the pretrained encoder")
+        a("--pretrained-max-length", type=int, metavar="N",
+          help="subwords per encoder call, specials included; longer sentences are split at word boundaries "
+               "and rejoined (default: the encoder's limit, at most 512)")
+        # set when the model is first built: the encoder's config.json text, so that a checkpoint rebuilds it
+        a("--pretrained-config", help=argparse.SUPPRESS)
 
     def __init__(self, args, dicts: Dict, num_labels: int, num_rels: int):
         super().__init__()
@@ -110,9 +144,13 @@ class LALParserModel(FromPretrained, BaseFairseqModel):
         self.word_pad, self.word_unk = wd.pad(), wd.unk()
         dc, dp = args.d_content, args.d_position
         self.num_labels, self.num_rels = num_labels, num_rels
-        self.embed_words = nn.Embedding(len(wd), dc, padding_idx=wd.pad())
+        self.pretrained = self._build_pretrained(args, dc)
+        replace = self.pretrained is not None and args.pretrained_replace_words
+        if args.pretrained_replace_words and self.pretrained is None:
+            raise ValueError("--pretrained-replace-words needs --pretrained-encoder")
+        self.embed_words = None if replace else nn.Embedding(len(wd), dc, padding_idx=wd.pad())
         self.embed_tags = None if args.no_pos_tags else nn.Embedding(len(td), dc, padding_idx=td.pad())
-        self.chars = CharCNN(len(cd), cd.pad(), args.d_char, dc) if args.d_char > 0 else None
+        self.chars = CharCNN(len(cd), cd.pad(), args.d_char, dc) if args.d_char > 0 and not replace else None
         self.embed_positions = nn.Parameter(torch.randn(args.max_positions, dp) * 0.1)
         self.embed_ln = nn.LayerNorm(dc + dp)
         counts = torch.tensor([float(c) for c in wd.count], dtype=torch.float)
@@ -158,27 +196,67 @@ class LALParserModel(FromPretrained, BaseFairseqModel):
     def max_positions(self):
         return self.args.max_positions  # tokens, BOS and EOS included (as the dataset's sizes)
 
-    def extra_content(self, src_tokens: Tensor) -> Optional[Tensor]:
-        """Hook for a pretrained encoder's word vectors ([B, T, d_content], added to the content); None here."""
-        return None
+    @staticmethod
+    def _build_pretrained(args, d_content) -> Optional[PretrainedWordEncoder]:
+        """The pretrained encoder: loaded from ``--pretrained-encoder`` when the model is first built (its config
+        then kept in ``args.pretrained_config``), rebuilt from that config when a checkpoint is loaded (weights
+        and tokenizer come from the checkpoint's state dict)."""
+        if not args.pretrained_encoder:
+            return None
+        if args.pretrained_config:
+            encoder, archive = encoder_from_config(args.pretrained_config), b""
+        else:
+            encoder, archive = load_pretrained(args.pretrained_encoder)
+        module = PretrainedWordEncoder(encoder, archive, d_content, args.pretrained_pooling, args.pretrained_freeze,
+                                       args.pretrained_max_length)
+        args.pretrained_config = module.config_json
+        return module
+
+    def subword_batcher(self):
+        """The collater's words -> subwords function (:class:`fairseq_tree.data.subwords.SubwordBatcher`), or
+        None without a pretrained encoder."""
+        return None if self.pretrained is None else self.pretrained.batcher()
+
+    def pretrained_parameters(self):
+        """The pretrained encoder's own parameters (those ``--pretrained-lr`` applies to); empty without one."""
+        return [] if self.pretrained is None else list(self.pretrained.encoder.parameters())
+
+    def extra_content(self, src_tokens: Tensor, **pt) -> Optional[Tensor]:
+        """The pretrained encoder's pooled, projected word vectors [B, T, d_content] (added to the content), from
+        the collater's ``pt_*`` inputs; None without a pretrained encoder."""
+        if self.pretrained is None:
+            return None
+        missing = [k for k in ("pt_tokens", "pt_mask", "pt_word", "pt_first", "pt_last") if pt.get(k) is None]
+        if missing:
+            raise ValueError(f"this model has a pretrained encoder but the batch lacks {missing}: build batches "
+                             "with the task this model was built by (it gives the collater the model's tokenizer)")
+        B, T = src_tokens.shape
+        return self.pretrained(B, T, pt["pt_tokens"], pt["pt_mask"], pt["pt_word"], pt["pt_first"], pt["pt_last"])
 
     # ------------------------------------------------------------------------------------------ encoder
-    def encode(self, src_tokens: Tensor, src_tags: Tensor, src_chars: Tensor):
-        """-> (h [B, T, H, d_proj] LAL output per head, LAL attention [B, H, T], pad mask [B, T])."""
+    def encode(self, src_tokens: Tensor, src_tags: Tensor, src_chars: Tensor, **pt):
+        """-> (h [B, T, H, d_proj] LAL output per head, LAL attention [B, H, T], pad mask [B, T]).
+        ``pt``: the pretrained encoder's ``pt_*`` inputs from the collater (with ``--pretrained-encoder``)."""
         B, T = src_tokens.shape
         pad = src_tokens.eq(self.word_pad)
         words = src_tokens
         if self.training and self.args.word_unk_alpha > 0:
             drop = torch.rand(words.shape, device=words.device) < self.unk_prob[words]
             words = words.masked_fill(drop, self.word_unk)
-        content = self.embed_words(words)
+        parts = [self.extra_content(src_tokens, **pt)]
+        if self.embed_words is not None:
+            parts.append(self.embed_words(words))
         if self.embed_tags is not None:
-            content = content + self.embed_tags(src_tags)
+            parts.append(self.embed_tags(src_tags))
         if self.chars is not None:
-            content = content + self.chars(src_chars)
-        extra = self.extra_content(src_tokens)
-        if extra is not None:
-            content = content + extra
+            parts.append(self.chars(src_chars))
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            raise ValueError("no content embedding: --pretrained-replace-words with --no-pos-tags needs the "
+                             "pretrained encoder's vectors")
+        content = parts[0]
+        for p in parts[1:]:
+            content = content + p
         if T > self.embed_positions.size(0):
             raise ValueError(f"sentence of {T - 2} words exceeds --max-positions {self.args.max_positions}")
         pos = self.embed_positions[:T][None].expand(B, -1, -1)
@@ -207,7 +285,8 @@ class LALParserModel(FromPretrained, BaseFairseqModel):
         """-> label_scores [B, n+1, n+1, L]; arc_scores [B, n+1, n+1] (dependent d, head h; heads > n_b and
         h == d masked to -1e9); rel_dep / rel_head [B, n+1, d_rel]; attention [B, H, T]; tag_scores [B, n, tags]
         (word d at index d-1) with ``--no-pos-tags``, else None."""
-        h, attn, pad = self.encode(src_tokens, src_tags, src_chars)
+        pt = {k: v for k, v in kwargs.items() if k.startswith("pt_")}
+        h, attn, pad = self.encode(src_tokens, src_tags, src_chars, **pt)
         B, T = src_tokens.shape
         hw = h.flatten(2)[:, :-1]  # BOS (root) + words + (padding): [B, n+1, H*d_proj]
         dep, head = F.relu(self.arc_dep(hw)), F.relu(self.arc_head(hw))
@@ -249,9 +328,12 @@ def lal_parser_base(args):
                         ("d_kv", 64), ("d_ff", 2048), ("dropout", 0.2), ("attention_dropout", 0.2),
                         ("relu_dropout", 0.2), ("d_char", 64), ("word_unk_alpha", 1.0), ("lal_heads", 0),
                         ("lal_d_kv", 128), ("lal_d_proj", 128), ("lal_d_ff", 2048), ("lal_tied_hidden", 16),
-                        ("label_hidden", 250), ("d_biaffine", 1024), ("d_rel", 128), ("max_positions", 512)):
+                        ("label_hidden", 250), ("d_biaffine", 1024), ("d_rel", 128), ("max_positions", 512),
+                        ("pretrained_encoder", None), ("pretrained_pooling", "first"), ("pretrained_lr", None),
+                        ("pretrained_max_length", None), ("pretrained_config", None)):
         set_default(args, name, value)
-    for flag in ("no_pos_tags", "lal_no_pwff", "lal_no_residual_dropout", "lal_tie_heads"):
+    for flag in ("no_pos_tags", "lal_no_pwff", "lal_no_residual_dropout", "lal_tie_heads", "pretrained_replace_words",
+                 "pretrained_freeze"):
         set_default(args, flag, False)
 
 

@@ -13,6 +13,12 @@ Stanza: ``--stanza-model-dir DIR`` (models from scripts/recipes/train_stanza_par
 a tiny stanza model is trained once into ``work/bench_stanza_tiny`` (~30 s); with ``--quick`` and no models
 stanza is skipped (``stanza_parse_sents_per_s=skipped``). Stanza gets the gold words and tags its own POS.
 The last line is ``key=value`` pairs.
+
+``--pretrained``: the same two timings for the parser with ``--pretrained-encoder`` set to a randomly initialised
+BERT-base-sized encoder (hidden 768, 12 layers, 12 heads, d_ff 3072; WordPiece vocabulary = the benchmark's
+words, built offline and saved to the temp dir; first-subword pooling, fine-tuned), on ``--pretrained-sents``
+training and parsing sentences, beside today's parser (keys ``pretrained_*``). These are speed numbers of a random
+encoder, never parsing results: no pretrained weights can be downloaded on these machines. Needs transformers.
 """
 
 import argparse
@@ -43,14 +49,14 @@ def main():
     p.add_argument("--parse-sents", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--stanza-model-dir", default=None)
+    p.add_argument("--pretrained", action="store_true", help="also time a BERT-base-sized random pretrained encoder")
+    p.add_argument("--pretrained-sents", type=int, default=64, help="training and parsing sentences for it")
     args = p.parse_args()
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     import fairseq_tree  # noqa: F401
-    from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion
     from fairseq_tree.data.parsing_data import binarize, get_parser
-    from fairseq_tree.inference.batching import length_batches
     from fairseq_tree.models import lal_parser as lp
     from fairseq_tree.tasks.constituency_parsing import ConstituencyParsingConfig, ConstituencyParsingTask
     from fairseq_tree.trees import read_parse_trees
@@ -70,30 +76,13 @@ def main():
     getattr(lp, arch)(ns)
     torch.manual_seed(0)
     model = lp.LALParserModel(ns, task.dicts, task.num_labels, task.num_relations)
-    crit = SpanHingeDependencyCriterion(task, dependency_weight=0.0)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     ds = task.datasets["train"]
-    batches = length_batches([int(ds.sizes[i]) for i in range(len(ds))], args.batch_size)
-    model.train()
-    t0 = time.perf_counter()
-    for b in batches:
-        sample = ds.collater([ds[i] for i in b])
-        loss, _, _ = crit(model, sample)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    train_s = time.perf_counter() - t0
+    train_s = time_training(model, task, range(len(ds)), args.batch_size)
     train_rss = peak_rss_mb()
 
     trees = sorted(list(read_parse_trees(str(ptb / "valid.mrg")))[:n_parse], key=len)  # as LALParser batches
     sents, tags = [t.words for t in trees], [t.tags for t in trees]
-    model.eval()
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        for i in range(0, len(sents), 64):
-            batch = task.build_batch(sents[i:i + 64], tags[i:i + 64])
-            model.parse(batch["net_input"])
-    parse_s = time.perf_counter() - t0
+    parse_s = time_parsing(model, task, sents, tags)
     n_max = max(len(s) for s in sents)
     H, dproj = model.lal_heads, ns.lal_d_proj
     hidden = ns.lal_tied_hidden * H if ns.lal_tie_heads else ns.label_hidden
@@ -103,6 +92,9 @@ def main():
           "peak_rss_mb_train": round(train_rss, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
           # the span chart held per sentence of the longest length (floats) vs the naive [n+1, n+1, H*d_proj]
           "span_chart_floats": (n_max + 1) ** 2 * hidden, "naive_span_chart_floats": (n_max + 1) ** 2 * H * dproj}
+
+    if args.pretrained:
+        kv.update(bench_pretrained(task, arch, tmp, sents, tags, args.pretrained_sents, args.batch_size))
 
     stanza_dir = args.stanza_model_dir
     cache = REPO / "work" / "bench_stanza_tiny"
@@ -127,6 +119,75 @@ def main():
         kv["stanza_parse_sents_per_s"] = round(len(sents) / (time.perf_counter() - t0), 1)
         kv["stanza_models"] = stanza_dir
     print(" ".join(f"{k}={v}" for k, v in kv.items()))
+
+
+def time_training(model, task, indices, batch_size) -> float:
+    """Seconds to train once over the train split's sentences ``indices`` (forward, span hinge loss with
+    cost-augmented CKY, backward, Adam), in length-sorted batches of ``batch_size``."""
+    import torch
+
+    from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion
+    from fairseq_tree.inference.batching import length_batches
+
+    crit = SpanHingeDependencyCriterion(task, dependency_weight=0.0)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    ds = task.datasets["train"]
+    indices = list(indices)
+    batches = length_batches([int(ds.sizes[i]) for i in indices], batch_size)
+    model.train()
+    t0 = time.perf_counter()
+    for b in batches:
+        sample = ds.collater([ds[indices[i]] for i in b])
+        loss, _, _ = crit(model, sample)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return time.perf_counter() - t0
+
+
+def time_parsing(model, task, sents, tags) -> float:
+    """Seconds to parse ``sents`` (CKY + Eisner) in batches of 64."""
+    import torch
+
+    model.eval()
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(sents), 64):
+            batch = task.build_batch(sents[i:i + 64], tags[i:i + 64])
+            model.parse(batch["net_input"])
+    return time.perf_counter() - t0
+
+
+def bench_pretrained(task, arch, tmp, sents, tags, n, batch_size) -> dict:
+    """Today's parser and the same parser over a random BERT-base-sized encoder, on the same ``n`` training and
+    ``n`` parsing sentences: sentences/s (speed only: the encoder is random, not BERT)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer  # optional: the [pretrained] extra
+
+    from fairseq_tree.models import lal_parser as lp
+
+    words = {w for s in task.datasets["train"].text for w in s} | {w for s in sents for w in s}
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
+    enc_dir = tmp / "bert_base_random"
+    torch.manual_seed(0)
+    BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=False).save_pretrained(str(enc_dir))
+    BertModel(BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                         vocab_size=len(vocab))).save_pretrained(str(enc_dir))
+    step = max(1, len(sents) // n)  # every step-th of the length-sorted parsing sentences: all lengths
+    sents, tags = sents[::step][:n], tags[::step][:n]
+    out = {"pretrained_encoder": "random_bert_base_size_speed_only", "pretrained_sents": n}
+    for key, extra in (("baseline", {}), ("pretrained", {"pretrained_encoder": str(enc_dir)})):
+        ns = argparse.Namespace(arch=arch, **extra)
+        getattr(lp, arch)(ns)
+        torch.manual_seed(0)
+        model = task.build_model(ns)
+        train_s = time_training(model, task, range(min(n, len(task.datasets["train"]))), batch_size)
+        parse_s = time_parsing(model, task, sents[:n], tags[:n])
+        out[f"{key}_train_sents_per_s"] = round(min(n, len(task.datasets["train"])) / train_s, 2)
+        out[f"{key}_parse_sents_per_s"] = round(len(sents[:n]) / parse_s, 2)
+        task.subwords = None  # the next model builds its own
+        task.datasets["train"].subwords = None
+    return out
 
 
 if __name__ == "__main__":
