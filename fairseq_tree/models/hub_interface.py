@@ -42,6 +42,8 @@ from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.text.normalize import normalize_word
 from fairseq_tree.text.tokenize import Tokenizer
+from fairseq_tree.trees import tree_from_brackets
+from fairseq_tree.view import Page, attention_item, attention_record, page, tree_records
 
 Sentences = Union[str, Sequence[str]]
 
@@ -144,6 +146,17 @@ class ParserHubInterface:
         out = self.parser.parse(words, tags)
         return out[0] if single else out
 
+    def view(self, sentences, gold: Optional[Sequence[str]] = None, tags: Optional[Sequence[Sequence[str]]] = None,
+             title: Optional[str] = None) -> Page:
+        """Parse ``sentences`` and draw them: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown
+        inline by Jupyter). ``gold``: bracketed gold trees of the same sentences (read as ``parse`` writes them,
+        one-word constituents kept): each pair scored by EVALB's rules, the missing / extra brackets marked."""
+        sentences, _ = _as_list(sentences)
+        trees = self.parse(sentences, tags)
+        gold_trees = None if gold is None else [tree_from_brackets(g, "join", one_word=True) for g in gold]
+        sents, summary = tree_records(trees, gold_trees)
+        return page("compare" if gold is not None else "treebank", sents, summary, title)
+
 
 class InductionHubInterface:
     """``induce(sentences) -> [{"words", "spans", "tree", "heads"}]``: the unlabeled tree (half-open spans over the
@@ -167,15 +180,44 @@ class InductionHubInterface:
 
     def induce(self, sentences, **opts):
         sentences, single = _as_list(sentences)
-        raw = _tokenized(sentences, "none")
-        lower = not getattr(self.task.cfg, "eval_keep_case", False)
-        digits = not getattr(self.task.cfg, "eval_keep_digits", False)
-        words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
-        spans, heads, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device, **opts)
+        raw, spans, heads, _ = self._induce(sentences, False, **opts)
         out = [{"words": w, "spans": s, "tree": spans_to_brackets(s, w) if w else "",
                 "heads": heads[k] if heads is not None else None}
                for k, (w, s) in enumerate(zip(raw, spans))]
         return out[0] if single else out
+
+    def _induce(self, sentences: List, maps: bool, **opts):
+        """-> (words as given, spans, heads or None, maps of every sentence if ``maps``)."""
+        raw = _tokenized(sentences, "none")
+        lower = not getattr(self.task.cfg, "eval_keep_case", False)
+        digits = not getattr(self.task.cfg, "eval_keep_digits", False)
+        words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
+        spans, heads, kept = induce_all(self.model, self.task, words, self.batch_size, len(words) if maps else 0,
+                                        device=self.device, **opts)
+        return raw, spans, heads, kept
+
+    def attention(self, sentences, **opts) -> List[dict]:
+        """``induce`` with the model's maps (the constituent prior of every layer; StructFormer's dependency
+        distribution): one attention-dump item per sentence (:func:`fairseq_tree.view.records.attention_item`,
+        what ``fairseq-tree-induce --dump-attention`` writes), with the induced tree."""
+        sentences, _ = _as_list(sentences)
+        raw, spans, _, maps = self._induce(sentences, True, **opts)
+        return [attention_item(w, maps.get(k, {}), spans_to_brackets(s, w) if w else None)
+                for k, (w, s) in enumerate(zip(raw, spans))]
+
+    def view(self, sentences, title: Optional[str] = None, **opts) -> Page:
+        """Induce ``sentences`` and draw them: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown
+        inline by Jupyter) of the induced trees, the induced dependency arcs (StructFormer) and the model's maps
+        (the constituent prior per layer ..) as heat maps."""
+        sentences, _ = _as_list(sentences)
+        raw, spans, heads, maps = self._induce(sentences, True, **opts)
+        sents = []
+        for k, (w, s) in enumerate(zip(raw, spans)):
+            rec = attention_record(k + 1, attention_item(w, maps.get(k, {}), spans_to_brackets(s, w) if w else None))
+            if heads is not None and heads[k]:
+                rec["arcs"] = [{"title": "induced dependencies", "h": list(heads[k]), "g": None}]
+            sents.append(rec)
+        return page("induced", sents, [["sentences", str(len(sents))]], title)
 
 
 def _tokenized(sentences: Sequence, tokenize: str) -> List[List[str]]:

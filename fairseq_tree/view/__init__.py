@@ -10,6 +10,7 @@ trees and evaluation only, no torch).
 # flake8: noqa: F401
 from fairseq_tree.view.page import Page, page, page_data, render_html
 from fairseq_tree.view.records import (
+    attention_item,
     attention_record,
     attention_records,
     compare_record,
@@ -18,5 +19,6 @@ from fairseq_tree.view.records import (
     record_svg,
     sst_records,
     tree_record,
+    tree_records,
     treebank_records,
 )

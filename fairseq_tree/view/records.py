@@ -269,13 +269,15 @@ def _induced_record(k: int, tree: Optional[EvalbSentence], dep, g) -> Dict[str, 
 # -------------------------------------------------------------------------------- attention
 def attention_record(k: int, item: Dict[str, object]) -> Dict[str, object]:
     """One sentence's attention (a line of an attention dump, see ``docs/view.md``): ``words``, ``maps``
-    ``{name: [[..]]}`` (rows = queries), optional ``rows`` / ``cols`` labels (default: the words) and ``tree``
-    (brackets, drawn above the maps)."""
+    ``{name: [[..]]}`` (rows = queries) or ``{name: {"rows", "cols", "v"}}`` (a map with its own labels), optional
+    ``rows`` / ``cols`` labels of the plain maps (default: the words) and ``tree`` (brackets, drawn above)."""
     words = list(item["words"])
     att = []
     for name, matrix in item["maps"].items():
         rows = list(item.get("rows") or words)
         cols = list(item.get("cols") or words)
+        if isinstance(matrix, dict):  # a map with its own labels
+            rows, cols, matrix = list(matrix["rows"]), list(matrix["cols"]), matrix["v"]
         if len(matrix) != len(rows) or any(len(r) != len(cols) for r in matrix):
             raise ValueError(f"sentence {k}: map {name!r} is not {len(rows)} x {len(cols)}")
         att.append({"title": name, "rows": rows, "cols": cols, "v": [[round(float(x), 4) for x in r]
@@ -299,3 +301,69 @@ def attention_records(path: str) -> Tuple[List[Dict[str, object]], List[List[str
                     raise TreeFormatError(f"not an attention record: {e}", path, n) from None
     names = Counter(m["title"] for r in out for m in r["att"])
     return out, [["sentences", str(len(out))], ["maps", ", ".join(names)]]
+
+
+def attention_item(words: Sequence[str], maps: Dict[str, object], tree: Optional[str] = None,
+                   rows: Optional[Sequence[str]] = None, cols: Optional[Sequence[str]] = None) -> Dict[str, object]:
+    """One line of an attention dump (:func:`attention_record` reads it) from ``maps`` ``{name: matrix}`` (nested
+    lists, numpy arrays or tensors: anything with ``tolist``). A [len(rows), len(cols)] matrix (default: the words
+    both ways) is kept as it is; another 2-D one becomes ``{"rows", "cols", "v"}`` with its rows numbered and its
+    columns the words (n), the pairs of neighbouring words (n - 1: e.g. a link per layer) or numbers; a map with
+    more dimensions (e.g. heads) is split into ``name/0``, ``name/1`` ..; a 1-D map is left out."""
+    rows_, cols_ = list(rows or words), list(cols or words)
+    out: Dict[str, object] = {}
+    for name, m in maps.items():
+        _flatten_map(name, m.tolist() if hasattr(m, "tolist") else m, out, words, (len(rows_), len(cols_)))
+    item: Dict[str, object] = {"words": list(words), "maps": out}
+    if tree:
+        item["tree"] = tree
+    if rows is not None:
+        item["rows"] = rows_
+    if cols is not None:
+        item["cols"] = cols_
+    return item
+
+
+def _depth(x) -> int:
+    d = 0
+    while isinstance(x, list):
+        d, x = d + 1, (x[0] if x else None)
+    return d
+
+
+def _flatten_map(name: str, m, out: Dict[str, object], words: Sequence[str], shape: Tuple[int, int]) -> None:
+    d = _depth(m)
+    if d > 2:
+        for k, sub in enumerate(m):
+            _flatten_map(f"{name}/{k}", sub, out, words, shape)
+    elif d == 2:
+        v = [[round(float(x), 4) for x in row] for row in m]
+        if (len(v), len(v[0]) if v else 0) == shape:
+            out[name] = v
+            return
+        c, n = (len(v[0]) if v else 0), len(words)
+        cols = list(words) if c == n else [f"{a}|{b}" for a, b in zip(words, words[1:])] if c == n - 1 else \
+            [str(j) for j in range(c)]
+        out[name] = {"rows": [str(i) for i in range(len(v))], "cols": cols, "v": v}
+
+
+# -------------------------------------------------------------------------------- Trees in memory (the hub)
+def svg_sentence(t: Tree) -> EvalbSentence:
+    """A Tree's EVALB view in the drawing's order (:meth:`Tree.svg_nodes`: a chain's labels lower first)."""
+    return EvalbSentence(t.words, t.tags, t.svg_nodes())
+
+
+def tree_records(trees: Sequence[Tree], gold: Optional[Sequence[Tree]] = None,
+                 delete_wrappers: bool = False) -> Tuple[List[Dict[str, object]], List[List[str]]]:
+    """Trees in memory (a parser's output) -> (records, summary): drawn as :meth:`Tree.to_svg` draws them, and
+    with ``gold`` scored and marked against it as :func:`compare_records` does (EVALB's rules)."""
+    if gold is None:
+        out = [{"i": k, "w": t.words, "f": None, "bad": 0, "lab": _labels(t.svg_nodes()),
+                "trees": [tree_record("tree", t.tags, t.svg_nodes())]} for k, t in enumerate(trees, 1)]
+        return out, [["sentences", str(len(out))]]
+    if len(gold) != len(trees):
+        raise ValueError(f"{len(gold)} gold vs {len(trees)} predicted trees")
+    scorer = EvalbScorer(delete_wrappers)
+    out = [compare_record(k, svg_sentence(g), svg_sentence(p), scorer)
+           for k, (g, p) in enumerate(zip(gold, trees), 1)]
+    return out, evalb_summary(scorer)
