@@ -242,3 +242,19 @@ def test_page_rejects_an_unknown_mode():
     with pytest.raises(ValueError, match="mode 'x'"):
         page("x", [])
     assert render_html({"title": "t", "mode": "treebank", "summary": [], "labels": [], "sentences": []})
+
+
+def test_tree_records_of_trees_in_memory(pair):
+    """What the parser hub's view draws: Trees (one-word constituents kept) scored and marked as the files are."""
+    gold = tree_from_brackets(GOLD, "join", one_word=True)
+    pred = tree_from_brackets(PRED, "join", one_word=True)
+    (rec,), summary = records.tree_records([pred], [gold])
+    from_files = records.compare_records(*pair)[0][0]
+    assert [t["m"] for t in rec["trees"]] == [t["m"] for t in from_files["trees"]] == ["=-===", "=+==="]
+    assert rec["f"] == 80.0 and dict(summary)["F1"] == "80.00"
+    assert records.record_svg(rec, 0) == gold.to_svg(["match", "missing", "match", "match", "match"],
+                                                     [""] * 6 + ["ignored"])
+    (plain,), _ = records.tree_records([gold])
+    assert records.record_svg(plain) == gold.to_svg() and "m" not in plain["trees"][0]
+    with pytest.raises(ValueError, match="1 gold vs 2 predicted"):
+        records.tree_records([pred, pred], [gold])
