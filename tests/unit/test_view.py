@@ -258,3 +258,20 @@ def test_tree_records_of_trees_in_memory(pair):
     assert records.record_svg(plain) == gold.to_svg() and "m" not in plain["trees"][0]
     with pytest.raises(ValueError, match="1 gold vs 2 predicted"):
         records.tree_records([pred, pred], [gold])
+
+
+def test_cli_writes_the_page(pair, tmp_path, capsys):
+    from fairseq_tree.cli import view
+
+    out = tmp_path / "p.html"
+    assert view.main([str(out), "--trees", pair[0], "--pred", pair[1], "--title", "T"]) == str(out)
+    assert capsys.readouterr().out == f"{out}: {out.stat().st_size:,} bytes\n"
+    data = json.loads(re.search(r'id="view-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert data["mode"] == "compare" and data["title"] == "T" and len(data["sentences"]) == 2
+    view.main([str(out), "--trees", pair[0]])
+    assert '"mode":"treebank"' in out.read_text()
+    with pytest.raises(SystemExit, match="--pred goes with --trees or --sst"):
+        view.main([str(out), "--induced", pair[1], "--pred", pair[1]])
+    with pytest.raises(SystemExit, match="bad.txt:1: 1 unclosed"):
+        (tmp_path / "bad.txt").write_text("(S (NP a)\n")
+        view.cli_main([str(out), "--trees", pair[0], "--pred", str(tmp_path / "bad.txt")])
