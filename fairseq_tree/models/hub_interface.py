@@ -42,7 +42,7 @@ from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.text.normalize import normalize_word
 from fairseq_tree.text.tokenize import Tokenizer
-from fairseq_tree.trees import tree_from_brackets
+from fairseq_tree.trees import bracket_line, escape_word, tree_from_brackets
 from fairseq_tree.view import Page, attention_item, attention_record, page, tree_records
 
 Sentences = Union[str, Sequence[str]]
@@ -96,6 +96,42 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
     def decode(self, tokens: torch.LongTensor) -> str:
         text = self.tgt_dict.string(tokens, "@@ ")
         return self._detok.detokenize(text.split()) if text else text
+
+    def attention(self, sentences: Sentences, beam: int = 1, **kwargs) -> List[dict]:
+        """The attention of each sentence, as attention-dump lines (:func:`fairseq_tree.view.records.attention_item`):
+        the encoder's self-attention of every layer over ``[leaves; nodes]`` (heads averaged; rows and columns the
+        BPE leaves and the nodes, ``LABEL s-e``), and the decoder's cross-attention on them (fairseq's alignment
+        attention: the last layer, heads averaged) for the best translation (rows: its target pieces), with the
+        BPE'd source tree."""
+        sentences, _ = _as_list(sentences)
+        return [self._attention_item(line, beam, **kwargs) for line in sentences]
+
+    def _attention_item(self, line: str, beam: int, **kwargs) -> dict:
+        tokens, lengths = self.task.get_interactive_tokens_and_lengths([line], None)
+        dataset = self.task.build_dataset_for_inference(tokens, lengths)
+        net = {k: v.to(self.device) for k, v in dataset.collater([dataset[0]])["net_input"].items()
+               if k != "prev_output_tokens"}
+        with torch.no_grad():
+            enc = self.models[0].encoder(**net, return_attention=True)
+        leaves = [self.src_dict[i] for i in net["src_tokens"][0].tolist()]
+        spans = [tuple(x) for x in net["src_spans"][0].view(-1, 2).tolist()]
+        nodes = [(s, e, self.task.label_dict[i]) for i, (s, e) in zip(net["src_nodes"][0].tolist(), spans)]
+        cols = leaves + [f"{label} {s}-{e}" for s, e, label in nodes]
+        maps = {f"encoder layer {k}": a[:, 0].float().mean(0) for k, a in enumerate(enc["attention"])}
+        tokens, _ = self.task.get_interactive_tokens_and_lengths([line], None)
+        hypo = self.generate(tokens, beam, **kwargs)[0][0]
+        if hypo.get("attention") is not None:  # [source positions, target positions]
+            target = [self.tgt_dict[i] for i in hypo["tokens"].tolist()]
+            maps["cross-attention"] = {"rows": target, "cols": cols, "v": hypo["attention"].float().t()}
+        tree = bracket_line([escape_word(w) for w in leaves], nodes)
+        return attention_item(leaves, maps, tree, rows=cols, cols=cols)
+
+    def view(self, sentences: Sentences, beam: int = 1, title: Optional[str] = None, **kwargs) -> Page:
+        """:meth:`attention` drawn: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown inline by
+        Jupyter) of each source tree and its attention maps."""
+        items = self.attention(sentences, beam, **kwargs)
+        sents = [attention_record(k + 1, item) for k, item in enumerate(items)]
+        return page("attention", sents, [["sentences", str(len(sents))]], title)
 
 
 class ClassifierHubInterface:

@@ -10,9 +10,10 @@ leaf (the viewer marks ``missing`` / ``extra`` brackets, SST classes ``c-3``).
 
 Layout (all integers): leaf ``j`` is ``max(len(word), len(tag)) * CHAR_W + PAD`` wide, leaves left to right; a
 node is at depth (root 0) rows from the top and centred over its children's extreme x; every leaf's tag is on the
-row below the deepest node, its word under it. Elements, in order: ``<line class="edge">`` per child (nodes in
-post-order, then leaves), ``<g class="node ..">`` per node (``<text>`` label), ``<g class="leaf ..">`` per leaf
-(``<text class="tag">`` if it has a tag, ``<text class="word">``). Text is XML-escaped.
+row below the deepest node, its word under it (on the tags' row when no leaf has a tag). Elements, in order:
+``<line class="edge">`` per child (nodes in post-order, then leaves), ``<g class="node ..">`` per node (``<text>``
+label), ``<g class="leaf ..">`` per leaf (``<text class="tag">`` if it has a tag, ``<text class="word">``). Text
+is XML-escaped.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ def tree_layout(words: Sequence[str], tags: Sequence[Optional[str]],
             lo[p], hi[p] = min(lo[p], node_x[i]), max(hi[p], node_x[i])
     node_y = [TOP + d * ROW_H for d in depth]
     leaf_y = TOP + (max(depth) + 1 if m else 0) * ROW_H
+    word_y = leaf_y + (WORD_DY if any(tags) else 0)  # no tag anywhere: the words take the tags' row
     return {"leaf_x": leaf_x, "node_x": node_x, "node_y": node_y, "parents": parents, "leaf_parents": leaf_parents,
-            "leaf_y": leaf_y, "width": left + MARGIN, "height": leaf_y + WORD_DY + MARGIN}
+            "leaf_y": leaf_y, "word_y": word_y, "width": left + MARGIN, "height": word_y + MARGIN}
 
 
 def _cls(base: str, extra: Optional[Sequence[str]], k: int) -> str:
@@ -95,6 +97,6 @@ def tree_svg(words: Sequence[str], tags: Sequence[Optional[str]], nodes: Sequenc
     for j, (word, tag) in enumerate(zip(words, tags)):
         tag_el = f'<text class="tag" x="{lx[j]}" y="{ly}">{escape(tag)}</text>' if tag else ""
         out.append(f'<g class="{_cls("leaf", leaf_classes, j)}">{tag_el}'
-                   f'<text class="word" x="{lx[j]}" y="{ly + WORD_DY}">{escape(word)}</text></g>')
+                   f'<text class="word" x="{lx[j]}" y="{box["word_y"]}">{escape(word)}</text></g>')
     out.append("</svg>")
     return "".join(out)

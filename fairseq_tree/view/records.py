@@ -309,10 +309,16 @@ def attention_item(words: Sequence[str], maps: Dict[str, object], tree: Optional
     lists, numpy arrays or tensors: anything with ``tolist``). A [len(rows), len(cols)] matrix (default: the words
     both ways) is kept as it is; another 2-D one becomes ``{"rows", "cols", "v"}`` with its rows numbered and its
     columns the words (n), the pairs of neighbouring words (n - 1: e.g. a link per layer) or numbers; a map with
-    more dimensions (e.g. heads) is split into ``name/0``, ``name/1`` ..; a 1-D map is left out."""
+    more dimensions (e.g. heads) is split into ``name/0``, ``name/1`` ..; a 1-D map is left out; a map given as
+    ``{"rows", "cols", "v"}`` keeps its labels."""
     rows_, cols_ = list(rows or words), list(cols or words)
     out: Dict[str, object] = {}
     for name, m in maps.items():
+        if isinstance(m, dict):  # a map with its own labels
+            v = m["v"].tolist() if hasattr(m["v"], "tolist") else m["v"]
+            out[name] = {"rows": list(m["rows"]), "cols": list(m["cols"]),
+                         "v": [[round(float(x), 4) for x in row] for row in v]}
+            continue
         _flatten_map(name, m.tolist() if hasattr(m, "tolist") else m, out, words, (len(rows_), len(cols_)))
     item: Dict[str, object] = {"words": list(words), "maps": out}
     if tree:

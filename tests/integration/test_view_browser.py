@@ -81,6 +81,7 @@ def test_the_script_draws_what_python_draws(browser, pages):
     cases = [("five.html", records.treebank_records(str(pages / "five.mrg")))]
     cases.append(("compare.html", records.compare_records(str(pages / "gold.mrg"), str(pages / "pred.txt"))[0]))
     cases.append(("sst.html", records.sst_records(str(pages / "sst.txt"), str(pages / "classes.txt"))[0]))
+    cases.append(("induced.html", records.induced_records(str(pages / "induced.txt"), str(pages / "deps.conllu"))[0]))
     for name, sents in cases:
         browser.open((pages / name).as_uri())
         for k, rec in enumerate(sents):

@@ -53,7 +53,9 @@ def test_five_word_tree_coordinates_by_hand():
     assert box["node_x"] == [(23 + 54) // 2, (113 + 140) // 2, (85 + 126) // 2, (38 + 105) // 2]
     assert box["node_y"] == [16 + 34, 16 + 2 * 34, 16 + 34, 16]
     assert box["parents"] == [3, 2, 3, -1] and box["leaf_parents"] == [0, 0, 2, 1, 1]
-    assert box["leaf_y"] == 16 + 3 * 34 and box["height"] == box["leaf_y"] + 16 + 8
+    assert box["leaf_y"] == 16 + 3 * 34 and box["word_y"] == box["leaf_y"] + 16 and box["height"] == box["word_y"] + 8
+    bare = tree_layout(t.words, [None] * 5, t.svg_nodes())  # no tags: the words on the tags' row
+    assert bare["word_y"] == bare["leaf_y"] == 16 + 3 * 34 and bare["height"] == bare["leaf_y"] + 8
 
 
 def test_five_word_tree_elements():
@@ -275,3 +277,20 @@ def test_cli_writes_the_page(pair, tmp_path, capsys):
     with pytest.raises(SystemExit, match="bad.txt:1: 1 unclosed"):
         (tmp_path / "bad.txt").write_text("(S (NP a)\n")
         view.cli_main([str(out), "--trees", pair[0], "--pred", str(tmp_path / "bad.txt")])
+
+
+def test_attention_item_labels_its_maps():
+    import numpy as np
+
+    item = records.attention_item(["a", "b", "c"], {
+        "prior": np.eye(3), "links": np.array([[0.5, 0.25]]), "heads": np.zeros((2, 3, 3)), "root": np.ones(3),
+        "cross": {"rows": ["x", "</s>"], "cols": ["a", "b", "c"], "v": np.full((2, 3), 1 / 3)}}, "(S a (S b c))")
+    assert item["maps"]["prior"] == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert item["maps"]["links"] == {"rows": ["0"], "cols": ["a|b", "b|c"], "v": [[0.5, 0.25]]}
+    assert sorted(item["maps"]) == ["cross", "heads/0", "heads/1", "links", "prior"]  # 1-D "root" left out
+    assert item["maps"]["cross"] == {"rows": ["x", "</s>"], "cols": ["a", "b", "c"], "v": [[0.3333] * 3] * 2}
+    rec = records.attention_record(1, json.loads(json.dumps(item)))
+    assert [(a["title"], a["rows"], len(a["v"][0])) for a in rec["att"]][-1] == ("cross", ["x", "</s>"], 3)
+    nodes = records.attention_item(["a", "b"], {"m": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}, rows=["a", "b", "S 0-2"],
+                                   cols=["a", "b", "S 0-2"])
+    assert nodes["maps"]["m"][2] == [0, 0, 1] and nodes["cols"] == ["a", "b", "S 0-2"]

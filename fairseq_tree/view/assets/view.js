@@ -64,7 +64,8 @@
     }
     const nodeY = depth.map((d) => TOP + d * ROW_H);
     const leafY = TOP + (m ? Math.max(...depth) + 1 : 0) * ROW_H;
-    return {leafX, nodeX, nodeY, parents, leafParents, leafY, width, height: leafY + WORD_DY + MARGIN};
+    const wordY = leafY + (tags.some((t) => t) ? WORD_DY : 0);  // no tag anywhere: the words take the tags' row
+    return {leafX, nodeX, nodeY, parents, leafParents, leafY, wordY, width, height: wordY + MARGIN};
   }
 
   function treeClasses(tree, n) {  // records.py's record_classes
@@ -95,7 +96,7 @@
     words.forEach((w, j) => {
       const g = el("g", {class: cls("leaf", leafCls, j)});
       if (tags[j]) g.appendChild(el("text", {class: "tag", x: b.leafX[j], y: b.leafY}, tags[j]));
-      g.appendChild(el("text", {class: "word", x: b.leafX[j], y: b.leafY + WORD_DY}, w));
+      g.appendChild(el("text", {class: "word", x: b.leafX[j], y: b.wordY}, w));
       svg.appendChild(g);
     });
     return svg;
