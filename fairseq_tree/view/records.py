@@ -7,7 +7,8 @@ A page's data is ``{"title", "mode", "summary": [[name, value], ..], "labels": [
 
 * ``i`` (1-based sentence number), ``w`` (the words), ``f`` (the sentence's F1 in percent, or None), ``bad`` (1: it
   has an error: a wrong bracket, a wrong class, a skipped sentence), ``lab`` (the labels the label filter matches),
-  ``s`` (a note: why a sentence was not scored; a class prediction);
+  ``s`` (a note: why a sentence was not scored; a class prediction), ``c`` (the list's short code where there is
+  no F1: SST's ``gold->predicted`` classes);
 * ``trees``: trees to draw, each ``{"title", "t": tags or None, "n": [[start, end, label], ..] (post-order, a unary
   chain lower first), "m": one mark per node (:data:`MARK_CHARS`), "lm": one per leaf (``.`` not counted),
   "cls": 1 (colour nodes and leaves by their label / tag: SST classes), "w": its own words if they differ}``;
@@ -186,11 +187,12 @@ def sst_records(path: str, predictions: Optional[str] = None, classes: Sequence[
         except TreeFormatError as e:
             raise e.at(path, n) from None
         gold = root_class(tree)
-        rec = {"i": k, "w": tree.words, "f": None, "bad": 0, "lab": [gold], "s": f"gold {gold}",
+        rec = {"i": k, "w": tree.words, "f": None, "bad": 0, "lab": [gold], "s": f"gold {gold}", "c": gold,
                "trees": [sst_tree_record(tree, "gold classes")]}
         if preds is not None:
             rec["bad"] = int(preds[k - 1] != gold)
             rec["s"] = f"gold {gold}, predicted {preds[k - 1]}"
+            rec["c"] = f"{gold}\u2192{preds[k - 1]}"
         out.append(rec)
     summary = [["sentences", str(len(out))], ["classes", " ".join(classes)]]
     if preds is not None:

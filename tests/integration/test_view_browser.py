@@ -13,6 +13,8 @@ from conftest import run_command
 from fairseq_tree.view import page, records
 from fairseq_tree.view.browser import Chromium, find_chromium
 
+pytestmark = pytest.mark.slow(minutes=1)  # measured: 15-40 s on the busy 2-core box (a CLI run, Chromium's start)
+
 FIVE = "(S (NP (DT the) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))))"
 GOLD = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
 PRED = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the)) (NN mat))) (. .))"
@@ -152,6 +154,8 @@ def test_other_views(browser, pages):
     browser.open((pages / "sst.html").as_uri())
     classes = "[...document.querySelectorAll('#detail g.node')].map(g => g.getAttribute('class'))"
     assert browser.eval(classes) == ["node c-4", "node c-3"]
+    assert browser.eval("[...document.querySelectorAll('#list li')].map(li => [li.className, "
+                        "li.querySelector('.sf').textContent])") == [["selected", "3\u21923"], ["bad", "1\u21922"]]
     assert browser.eval("getComputedStyle(document.querySelector('#detail g.c-4 text')).fill") == "rgb(33, 102, 172)"
     browser.open((pages / "att.html").as_uri())
     assert browser.eval("document.querySelectorAll('#detail svg.heat rect.cell').length") == 9

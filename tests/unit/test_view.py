@@ -181,6 +181,7 @@ def test_sst_records(tmp_path):
     preds.write_text("3\n2\n")
     sents, summary = records.sst_records(str(trees), str(preds))
     assert [s["bad"] for s in sents] == [0, 1] and sents[1]["s"] == "gold 1, predicted 2"
+    assert [s["c"] for s in sents] == ["3\u21923", "1\u21922"]
     assert dict(summary)["accuracy"] == "50.00" and sents[0]["lab"] == ["3"]
     els = elements(records.record_svg(sents[0]))
     assert [e[1] for e in els if e[0] == "g"] == ["node c-4", "node c-3", "leaf c-2", "leaf c-4", "leaf c-2"]

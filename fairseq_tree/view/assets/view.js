@@ -226,7 +226,7 @@
       const s = SENTS[k], li = html("li", s.bad ? "bad" : "");
       li.dataset.k = k;
       li.appendChild(html("span", "sid", "#" + s.i));
-      li.appendChild(html("span", "sf", s.f !== null ? String(s.f) : ""));
+      li.appendChild(html("span", "sf", s.f !== null ? String(s.f) : s.c || ""));
       li.appendChild(document.createTextNode(s.w.join(" ")));
       if (k === selected) li.classList.add("selected");
       list.appendChild(li);
