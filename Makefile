@@ -13,7 +13,7 @@ export MKL_NUM_THREADS := 1
 # handed out in collection order (the slowest files first: tests/conftest.py); TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 
-.PHONY: venv test test-fast lint demo bench clean
+.PHONY: venv test test-fast lint demo bench clean browser
 
 venv: $(STAMP)
 
@@ -33,6 +33,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 # tests/unit; the files marked slow are handed to the workers first (tests/conftest.py)
 test: lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+
+# headless Chromium for tests/integration/test_view_browser.py (Debian's package; root, as CI runs): .ci/run calls it
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	chromium --version
 
 # the unit tests only (no CLI, no training run): the loop to run while editing
 test-fast: $(STAMP)

@@ -25,7 +25,9 @@ otherwise), feeds the words to ``model.induce`` in length-sorted batches and wri
   label, UAS / UUAS with ``--deps``, masked-word perplexity (Wang et al.: every word masked once) and the
   left / right / balanced / random baselines on the same sentences with the same scorer;
 * with ``--plot N``: ``OUT/plots/sent{k}_*.png`` for the first N sentences of >= 2 words: the constituent
-  prior per layer (constituent attention), the dependency distribution (StructFormer), the induced tree.
+  prior per layer (constituent attention), the dependency distribution (StructFormer), the induced tree;
+* with ``--dump-attention FILE``: the same maps of the same sentences (the first ``--plot N``, default 10, of
+  >= 2 words) as JSON lines, words, maps and induced tree, for ``fairseq-tree-view --attention FILE``.
 
 ``--opt KEY=VALUE`` is passed to ``model.induce`` (e.g. ``method=greedy``, ``min_layer=2``, ``threshold=0.7``
 for ``constituent_transformer``; ``method=joint`` for ``structformer``); values are parsed as Python literals.
@@ -53,8 +55,12 @@ from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.text.tokenize import InputError, Tokenizer, check_line, decode_line
 from fairseq_tree.trees import check_heads, to_brackets
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.view.records import attention_item
 
 logger = logging.getLogger("fairseq_tree.induce")
+
+#: --dump-attention without --plot: the maps of this many sentences
+DUMP_SENTENCES = 10
 
 
 def parse_opts(items: List[str]) -> Dict[str, object]:
@@ -169,6 +175,14 @@ def induce_text(args, model, task, t0: float) -> dict:
     return result
 
 
+def dump_attention(path: str, maps: Dict[int, Dict[str, torch.Tensor]], words: List[List[str]], spans) -> None:
+    """The kept sentences' maps (those of >= 2 words) as JSON lines (:func:`fairseq_tree.view.records.attention_item`:
+    words, ``{name: [n, n]}`` maps, the induced tree), in treebank order."""
+    lines = [json.dumps(attention_item(words[k], maps[k], U.spans_to_brackets(spans[k], words[k], "X", "X")))
+             for k in sorted(maps) if len(words[k]) >= 2]
+    U.atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
 def main(args) -> dict:
     t0 = time.time()
     if bool(args.treebank) == bool(args.input):
@@ -197,10 +211,11 @@ def main(args) -> dict:
         print(f"masked-word perplexity (each word masked once): {result['perplexity']['perplexity']:.2f} "
               f"over {result['perplexity']['words']} words")
         return result
-    if not args.plot:
+    shown = args.plot or (DUMP_SENTENCES if args.dump_attention else 0)
+    if not shown:
         keep = 0
     else:  # maps of the first N sentences with >= 2 words
-        multi = [k for k, s in enumerate(sentences) if len(s) >= 2][: args.plot]
+        multi = [k for k, s in enumerate(sentences) if len(s) >= 2][:shown]
         keep = multi[-1] + 1 if multi else 0
     spans, heads, maps = induce_all(model, task, sentences, args.batch_size, keep, progress="induce",
                                     **parse_opts(args.opt))
@@ -232,6 +247,9 @@ def main(args) -> dict:
             if len(sentences[k]) >= 2:
                 plots += plot_sentence(os.path.join(args.out, "plots"), k, raw[k], spans[k], maps[k])
         result["plots"] = plots
+    if args.dump_attention:
+        dump_attention(args.dump_attention, maps, raw, spans)
+        result["attention"] = args.dump_attention
     result["seconds"] = round(time.time() - t0, 1)
     U.atomic_write_text(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
     print(format_table(result))
@@ -252,6 +270,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--data", help="training data directory (dict.txt), if not where the checkpoint says")
     p.add_argument("--plot", type=int, default=0, metavar="N", help="draw the first N sentences (PNG)")
+    p.add_argument("--dump-attention", metavar="FILE",
+                   help=f"write the maps of the first --plot N (default {DUMP_SENTENCES}) sentences as JSON lines "
+                        f"(fairseq-tree-view --attention FILE)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="option of model.induce")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--keep-case", action="store_true", help="as the training text's normalisation")

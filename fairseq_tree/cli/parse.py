@@ -13,7 +13,9 @@ the gold file exactly as ``fairseq-tree-score --gold GOLD --pred OUTPUT.trees`` 
 :mod:`fairseq_tree.evaluation.bracket_f1`; ``skipped`` counts the sentences EVALB would not score) and
 ``--gold-dep`` (UAS/LAS without punctuation of ``OUTPUT.conllu``; ``--gold`` alone gives no dependency scores),
 and with ``--plot`` saves ``OUTPUT.attention.png``: the Label Attention Layer's attention of every head (rows,
-named by its label when heads are tied to labels) over the words.
+named by its label when heads are tied to labels) over the words. ``--dump-attention FILE`` writes the same
+attention of the first ``--dump-sentences N`` (default 10) sentences as JSON lines, with each sentence's parse,
+for ``fairseq-tree-view --attention FILE``.
 
 ``--format jsonl`` also writes ``OUTPUT.jsonl``: one JSON object per sentence (words, tags, tree, heads,
 relations). The model runs on the GPU when there is one (``--cpu`` / ``--device`` to choose); a progress line
@@ -35,9 +37,10 @@ from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_fil
 from fairseq_tree.inference.export import resolve_folder
 from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.safe_loading import UnsafeCheckpointError
-from fairseq_tree.trees import Tree, TreeFormatError, read_conllu, read_parse_trees
+from fairseq_tree.trees import Tree, TreeFormatError, atomic_write_text, read_conllu, read_parse_trees
 from fairseq_tree.trees import write_conllu as write_conllu_file
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.view.records import attention_item
 
 logger = logging.getLogger("fairseq_tree.parse")
 
@@ -99,6 +102,10 @@ def get_parser():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--plot", action="store_true", help="save OUTPUT.attention.png for --plot-sentence")
     p.add_argument("--plot-sentence", type=int, default=0, help="0-based sentence index to plot")
+    p.add_argument("--dump-attention", metavar="FILE",
+                   help="write the label attention of the first --dump-sentences sentences as JSON lines "
+                        "(fairseq-tree-view --attention FILE)")
+    p.add_argument("--dump-sentences", type=int, default=10, metavar="N", help="sentences for --dump-attention")
     p.add_argument("--no-input-tags", action="store_true", help="ignore the input's POS tags")
     p.add_argument("--unknown-tags", action="store_true",
                    help="parse untagged input with a model that reads POS tags, every tag unknown (its F1 falls "
@@ -143,8 +150,23 @@ def main(argv=None):
         attention = parser.attention([sentences[k]], None if tags is None else [tags[k]])[0]
         plot_attention(sentences[k], attention, parser.head_names, out + ".attention.png")
         scores["plot"] = out + ".attention.png"
+    if args.dump_attention:
+        dump_attention(args.dump_attention, parser, sentences[: args.dump_sentences],
+                       None if tags is None else tags[: args.dump_sentences], parses)
+        scores["attention"] = args.dump_attention
     print(json.dumps(scores))
     return scores
+
+
+def dump_attention(path: str, parser, sentences, tags, parses) -> None:
+    """The label-to-word attention [H, n + 2] of ``sentences`` as JSON lines (``view.records.attention_item``: rows
+    the heads, columns BOS, the words, EOS; the sentence's parse as its tree)."""
+    lines = []
+    for words, att, tree in zip(sentences, parser.attention(sentences, tags), parses):
+        item = attention_item(words, {"label attention": att}, tree.to_brackets(one_word=True),
+                              rows=parser.head_names, cols=["<s>"] + list(words) + ["</s>"])
+        lines.append(json.dumps(item) + "\n")
+    atomic_write_text(path, "".join(lines))
 
 
 def cli_main(argv=None):

@@ -166,16 +166,51 @@ def evalb_brackets(spans: Sequence[LabeledSpan], tags: Sequence[Optional[str]], 
     """The brackets EVALB counts for a tree: spans (start, end, label) over all its terminals and **its own** tags ->
     (label, start, end) re-indexed over the kept terminals (:func:`kept_terminals`), without zero elements and
     deleted labels, labels by :func:`evalb_label` and EQ_LABEL class. A list: a unary chain counts once per label."""
+    return [b for b in span_brackets(spans, tags, delete_labels, eq_labels) if b is not None]
+
+
+def span_brackets(spans: Sequence[LabeledSpan], tags: Sequence[Optional[str]], delete_labels=COLLINS_DELETE_LABELS,
+                  eq_labels: Dict[str, str] = EQ_LABELS) -> List[Optional[LabeledSpan]]:
+    """:func:`evalb_brackets` span by span: [len(spans)], the bracket EVALB counts for each span, None for a span it
+    does not count (a zero element or a deleted label)."""
     keep_before = [0]
     for t in tags:
         keep_before.append(keep_before[-1] + (t not in delete_labels))
     deleted = {_same_class(d, eq_labels) for d in delete_labels}
-    out = []
+    out: List[Optional[LabeledSpan]] = []
     for s, e, label in spans:
         a, b = keep_before[s], keep_before[e]
         label = _same_class(evalb_label(label), eq_labels)
-        if a < b and label not in deleted:
-            out.append((label, a, b))
+        out.append((label, a, b) if a < b and label not in deleted else None)
+    return out
+
+
+#: :func:`bracket_marks`' marks: a counted bracket matched / unmatched (gold: missing, predicted: extra), not counted
+MATCH, MISSING, EXTRA, IGNORED = "match", "missing", "extra", "ignored"
+
+
+def bracket_marks(gold: EvalbSentence, pred: EvalbSentence, delete_labels=COLLINS_DELETE_LABELS,
+                  eq_labels: Dict[str, str] = EQ_LABELS) -> Tuple[List[str], List[str]]:
+    """Which brackets of a scored sentence (:func:`score_sentence` status 0) EVALB finds wrong: -> (one mark per gold
+    span, one per predicted span): ``match``, ``missing`` (gold only), ``extra`` (predicted only) or ``ignored`` (not
+    counted). Matching is EVALB's multiset one, in order (the first equal unused bracket), so the number of gold
+    ``match`` marks, of predicted ones and :attr:`SentenceScore.matched` are the same."""
+    g = span_brackets(gold.spans, gold.tags, delete_labels, eq_labels)
+    p = span_brackets(pred.spans, pred.tags, delete_labels, eq_labels)
+    return _marks(g, Counter(b for b in p if b is not None), MISSING), \
+        _marks(p, Counter(b for b in g if b is not None), EXTRA)
+
+
+def _marks(brackets: Sequence[Optional[LabeledSpan]], other: Counter, unmatched: str) -> List[str]:
+    out = []
+    for b in brackets:
+        if b is None:
+            out.append(IGNORED)
+        elif other[b] > 0:
+            other[b] -= 1
+            out.append(MATCH)
+        else:
+            out.append(unmatched)
     return out
 
 
@@ -441,6 +476,7 @@ __all__ = [
     "PUNCT_TAGS", "COLLINS_DELETE_LABELS", "WRAPPER_LABELS", "EQ_LABELS", "CUTOFF_LEN", "SentenceScore",
     "EvalbScorer", "EvalbSentence", "evalb_tree", "as_evalb", "read_sentences", "aligned", "evalb_label",
     "kept_terminals",
-    "evalb_brackets", "score_sentence", "totals", "score_files", "format_sentence", "format_block",
+    "evalb_brackets", "span_brackets", "bracket_marks", "MATCH", "MISSING", "EXTRA", "IGNORED", "score_sentence",
+    "totals", "score_files", "format_sentence", "format_block",
     "format_report", "bracket_f1", "attachment_scores", "score_dependency_files",
 ]

@@ -59,7 +59,9 @@ def induce_all(model, task, sentences: List[List[str]], batch_size: int = 64, ke
             if s.heads is not None:
                 heads[k], has_heads = s.heads[b], True
             if k < keep_maps:
-                maps[k] = {name: m[b][..., :n, :n] if m.dim() >= 3 else m[b][..., : max(n - 1, 0)]
+                # [.., n, n] maps over word pairs; per-gap ones ([B, n_max - 1], constituent attention's
+                # [B, L, n_max - 1] links) keep the sentence's n - 1 gaps
+                maps[k] = {name: m[b][..., :n, :n] if m.dim() >= 3 and name != "links" else m[b][..., : max(n - 1, 0)]
                            for name, m in s.maps.items()}
     if bar:
         bar.close()

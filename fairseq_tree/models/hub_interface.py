@@ -48,7 +48,8 @@ from fairseq_tree.inference.results import Classification, InducedStructure, Tra
 from fairseq_tree.parsers.raw_text import RawTextParser
 from fairseq_tree.text.normalize import normalize_word
 from fairseq_tree.text.tokenize import Tokenizer
-from fairseq_tree.trees import spans_to_brackets
+from fairseq_tree.trees import bracket_line, escape_word, spans_to_brackets, tree_from_brackets
+from fairseq_tree.view import Page, attention_item, attention_record, page, tree_records
 
 Sentences = Union[str, Sequence[str]]
 
@@ -138,6 +139,41 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
         text = self.tgt_dict.string(tokens, "@@ ")
         return self._detok.detokenize(text.split()) if text else text
 
+    def attention(self, sentences: Sentences, beam: int = 1, **kwargs) -> List[dict]:
+        """The attention of each sentence, as attention-dump lines (:func:`fairseq_tree.view.records.attention_item`):
+        the encoder's self-attention of every layer over ``[leaves; nodes]`` (heads averaged; rows and columns the
+        BPE leaves and the nodes, ``LABEL s-e``), and the decoder's cross-attention on them (fairseq's alignment
+        attention: the last layer, heads averaged) for the best translation (rows: its target pieces), with the
+        BPE'd source tree."""
+        sentences, _ = _as_list(sentences)
+        return [self._attention_item(line, beam, **kwargs) for line in sentences]
+
+    def _attention_item(self, line: str, beam: int, **kwargs) -> dict:
+        tokens = self.task.encode_tree_inputs([line])
+        dataset = self.task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
+        net = {k: v.to(self.device) for k, v in dataset.collater([dataset[0]])["net_input"].items()
+               if k != "prev_output_tokens"}
+        with torch.no_grad():
+            enc = self.models[0].encoder(**net, return_attention=True)
+        leaves = [self.src_dict[i] for i in net["src_tokens"][0].tolist()]
+        spans = [tuple(x) for x in net["src_spans"][0].view(-1, 2).tolist()]
+        nodes = [(s, e, self.task.label_dict[i]) for i, (s, e) in zip(net["src_nodes"][0].tolist(), spans)]
+        cols = leaves + [f"{label} {s}-{e}" for s, e, label in nodes]
+        maps = {f"encoder layer {k}": a[:, 0].float().mean(0) for k, a in enumerate(enc["attention"])}
+        hypo = self.generate(self.task.encode_tree_inputs([line]), beam, **kwargs)[0][0]
+        if hypo.get("attention") is not None:  # [source positions, target positions]
+            target = [self.tgt_dict[i] for i in hypo["tokens"].tolist()]
+            maps["cross-attention"] = {"rows": target, "cols": cols, "v": hypo["attention"].float().t()}
+        tree = bracket_line([escape_word(w) for w in leaves], nodes)
+        return attention_item(leaves, maps, tree, rows=cols, cols=cols)
+
+    def view(self, sentences: Sentences, beam: int = 1, title: Optional[str] = None, **kwargs) -> Page:
+        """:meth:`attention` drawn: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown inline by
+        Jupyter) of each source tree and its attention maps."""
+        items = self.attention(sentences, beam, **kwargs)
+        sents = [attention_record(k + 1, item) for k, item in enumerate(items)]
+        return page("attention", sents, [["sentences", str(len(sents))]], title)
+
 
 class ClassifierHubInterface(_ModelHub):
     """``classify(sentences, binary=False) -> Classification`` per sentence. Sentences: raw text (tokenized and
@@ -192,6 +228,17 @@ class ParserHubInterface(_ModelHub):
         out = self.parser.parse(words, tags)
         return out[0] if single else out
 
+    def view(self, sentences, gold: Optional[Sequence[str]] = None, tags: Optional[Sequence[Sequence[str]]] = None,
+             title: Optional[str] = None) -> Page:
+        """Parse ``sentences`` and draw them: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown
+        inline by Jupyter). ``gold``: bracketed gold trees of the same sentences (read as ``parse`` writes them,
+        one-word constituents kept): each pair scored by EVALB's rules, the missing / extra brackets marked."""
+        sentences, _ = _as_list(sentences)
+        trees = self.parse(sentences, tags)
+        gold_trees = None if gold is None else [tree_from_brackets(g, "join", one_word=True) for g in gold]
+        sents, summary = tree_records(trees, gold_trees)
+        return page("compare" if gold is not None else "treebank", sents, summary, title)
+
 
 class InductionHubInterface(_ModelHub):
     """``induce(sentences) -> InducedStructure`` per sentence: the unlabeled tree (half-open spans over the words,
@@ -215,15 +262,45 @@ class InductionHubInterface(_ModelHub):
 
     def induce(self, sentences, **opts):
         sentences, single = _as_list(sentences)
-        raw = _tokenized(sentences, "none")
-        lower = not getattr(self.task.cfg, "eval_keep_case", False)
-        digits = not getattr(self.task.cfg, "eval_keep_digits", False)
-        words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
-        spans, heads, _ = induce_all(self.model, self.task, words, self.batch_size, device=self.device, **opts)
+        raw, spans, heads, _ = self._induce(sentences, False, **opts)
         out = [InducedStructure(w, [tuple(x) for x in s], spans_to_brackets(s, w, "X", "X") if w else "",
                                 heads[k] if heads is not None else None)
                for k, (w, s) in enumerate(zip(raw, spans))]
         return out[0] if single else out
+
+    def _induce(self, sentences: List, maps: bool, **opts):
+        """-> (words as given, spans, heads or None, maps of every sentence if ``maps``)."""
+        raw = _tokenized(sentences, "none")
+        lower = not getattr(self.task.cfg, "eval_keep_case", False)
+        digits = not getattr(self.task.cfg, "eval_keep_digits", False)
+        words = [[normalize_word(w, lower, digits) for w in s] for s in raw]
+        spans, heads, kept = induce_all(self.model, self.task, words, self.batch_size, len(words) if maps else 0,
+                                        device=self.device, **opts)
+        return raw, spans, heads, kept
+
+    def attention(self, sentences, **opts) -> List[dict]:
+        """``induce`` with the model's maps (the constituent prior of every layer; StructFormer's dependency
+        distribution): one attention-dump item per sentence (:func:`fairseq_tree.view.records.attention_item`,
+        what ``fairseq-tree-induce --dump-attention`` writes), with the induced tree."""
+        sentences, _ = _as_list(sentences)
+        raw, spans, _, maps = self._induce(sentences, True, **opts)
+        return [attention_item(w, maps.get(k, {}), spans_to_brackets(s, w, "X", "X") if w else None)
+                for k, (w, s) in enumerate(zip(raw, spans))]
+
+    def view(self, sentences, title: Optional[str] = None, **opts) -> Page:
+        """Induce ``sentences`` and draw them: a :class:`fairseq_tree.view.Page` (``.html``, ``.save(path)``, shown
+        inline by Jupyter) of the induced trees, the induced dependency arcs (StructFormer) and the model's maps
+        (the constituent prior per layer ..) as heat maps."""
+        sentences, _ = _as_list(sentences)
+        raw, spans, heads, maps = self._induce(sentences, True, **opts)
+        sents = []
+        for k, (w, s) in enumerate(zip(raw, spans)):
+            tree = spans_to_brackets(s, w, "X", "X") if w else None
+            rec = attention_record(k + 1, attention_item(w, maps.get(k, {}), tree))
+            if heads is not None and heads[k]:
+                rec["arcs"] = [{"title": "induced dependencies", "h": list(heads[k]), "g": None}]
+            sents.append(rec)
+        return page("induced", sents, [["sentences", str(len(sents))]], title)
 
 
 def _tokenized(sentences: Sequence, tokenize: str) -> List[List[str]]:

@@ -43,6 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from fairseq_tree.trees.svg import tree_svg
+
 Span = Tuple[int, int]  # a half-open leaf range (start, end): the one span type of the package
 LabeledSpan = Tuple[int, int, str]  # (start, end, label)
 
@@ -152,6 +154,23 @@ class Tree:
             return spans
         words = [(j, j + 1, label) for j, label in enumerate(self.word_phrases) if label is not None]
         return sorted(words + spans, key=lambda x: post_order_key(x[:2]))
+
+    def svg_nodes(self) -> List[LabeledSpan]:
+        """The nodes :meth:`to_svg` draws: ``labeled_spans(one_word=True)`` with a joined chain ``S+VP`` split into
+        its labels, the lower first (post-order, as EVALB reads the brackets :meth:`to_brackets` writes)."""
+        return [(s, e, part) for s, e, label in self.labeled_spans(one_word=True)
+                for part in reversed(label.split("+"))]
+
+    def to_svg(self, node_classes: Optional[Sequence[str]] = None,
+               leaf_classes: Optional[Sequence[str]] = None) -> str:
+        """The tree drawn as one ``<svg>`` string (labels, tags, words; :func:`fairseq_tree.trees.svg.tree_svg`),
+        the drawing ``fairseq-tree-view``'s page makes of the same tree; optional extra CSS classes per node of
+        :meth:`svg_nodes` / per leaf."""
+        return tree_svg(self.words, self.tags, self.svg_nodes(), node_classes, leaf_classes)
+
+    def _repr_svg_(self) -> str:
+        """Jupyter shows a Tree as its drawing."""
+        return self.to_svg()
 
     def distances(self) -> List[int]:
         """Syntactic distances [n - 1] (:func:`tree_to_distances`)."""

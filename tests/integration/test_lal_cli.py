@@ -53,7 +53,8 @@ def overfit_ckpt(fifty):
 def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     out = _run(BIN / "python", "-m", "fairseq_tree.cli.parse", "--path", overfit_ckpt,
                "--input", fifty / "t.mrg", "--gold", fifty / "t.mrg", "--gold-dep", fifty / "t.conllu",
-               "--output", fifty / "out" / "t", "--plot", "--plot-sentence", "2")
+               "--output", fifty / "out" / "t", "--plot", "--plot-sentence", "2",
+               "--dump-attention", fifty / "out" / "att.jsonl", "--dump-sentences", "3")
     scores = json.loads(out.stdout.strip().splitlines()[-1])
     assert scores["sentences"] == 50
     assert scores["f1"] > 95.0, scores
@@ -63,6 +64,17 @@ def test_overfit_50_trees_f1_above_95(fifty, overfit_ckpt):
     conllu = (fifty / "out" / "t.conllu").read_text(encoding="utf-8")
     assert conllu.count("# sent_id") == 50
     assert (fifty / "out" / "t.attention.png").stat().st_size > 1000
+    # --dump-attention: the first 3 sentences' label attention [heads, BOS + words + EOS], a distribution per head
+    items = [json.loads(line) for line in (fifty / "out" / "att.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [it["tree"] for it in items] == trees[:3] and scores["attention"].endswith("att.jsonl")
+    for it in items:
+        att, n = it["maps"]["label attention"], len(it["words"])
+        assert it["cols"] == ["<s>"] + it["words"] + ["</s>"] and len(it["rows"]) == len(att) > 1
+        assert all(len(r) == n + 2 and abs(sum(r) - 1) < 0.01 for r in att)
+    from fairseq_tree.view.records import attention_records
+
+    recs, _ = attention_records(str(fifty / "out" / "att.jsonl"))
+    assert [r["att"][0]["rows"] for r in recs] == [it["rows"] for it in items]
     # the hub interface parses as the CLI does (words and tags of the input trees)
     from fairseq_tree.cli.parse import read_input
     from fairseq_tree.models.lal_parser import LALParserModel

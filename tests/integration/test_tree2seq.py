@@ -205,6 +205,21 @@ def test_tiny_model_overfits_through_the_clis(data_bin, tmp_path):
     hub = Tree2SeqModel.from_pretrained(str(ckpt), "checkpoint_last.pt", str(data_bin))
     assert hub.translate(trees, beam=5) == cli and len(cli) == 4
     assert hub.translate(trees[1], beam=5) == cli[1]
+    # attention for the viewer: encoder self-attention over [leaves; nodes] per layer, cross-attention on them
+    (item,) = hub.attention(trees[1:2], beam=5)
+    leaves, cols = item["words"], item["cols"]
+    n_nodes = len(cols) - len(leaves)
+    assert cols[:len(leaves)] == leaves and n_nodes >= 1 and cols[-1].endswith(f" 0-{len(leaves)}")
+    layers = [k for k in item["maps"] if k.startswith("encoder layer")]
+    assert layers and all(len(item["maps"][k]) == len(cols) for k in layers)
+    assert all(abs(sum(row) - 1) < 0.01 for k in layers for row in item["maps"][k])  # a distribution per query
+    cross = item["maps"]["cross-attention"]
+    target = torch.tensor([hub.tgt_dict.index(x) for x in cross["rows"]])  # the best translation's pieces, EOS
+    assert cross["cols"] == cols and cross["rows"][-1] == "</s>" and hub.decode(target) == cli[1]
+    assert all(len(row) == len(cols) and abs(sum(row) - 1) < 0.01 for row in cross["v"])
+    page = hub.view(trees[1:2], beam=5)
+    rec = page.data["sentences"][0]
+    assert len(rec["trees"][0]["n"]) == n_nodes and [a["title"] for a in rec["att"]] == layers + ["cross-attention"]
 
 
 def test_average_last_update_checkpoints_then_generate(data_bin, tmp_path):

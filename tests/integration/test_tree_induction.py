@@ -143,7 +143,8 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
     assert "uas" not in line  # constituent attention induces no dependencies
     out = tmp_path / "out"
     proc = _run(BIN / "fairseq-tree-induce", "--path", ckpt, "--treebank",
-                corpus / "gold.mrg", "--deps", corpus / "gold.conllu", "--out", out, "--plot", "1")
+                corpus / "gold.mrg", "--deps", corpus / "gold.conllu", "--out", out, "--plot", "1",
+                "--dump-attention", out / "attention.jsonl")
     scores = json.loads((out / "scores.json").read_text())
     # the validation in the training loop and the CLI score the same checkpoint the same way
     assert scores["model"]["sentence_f1"] == pytest.approx(uf1, abs=0.006)
@@ -157,6 +158,22 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
     assert "right" in proc.stdout and "masked-word perplexity" in proc.stdout
     from fairseq_tree.evaluation.unsupervised import read_gold
 
+    # --dump-attention: the plotted sentence's constituent prior per layer, n x n in [0, 1], and its induced tree
+    (item,) = [json.loads(line) for line in (out / "attention.jsonl").read_text(encoding="utf-8").splitlines()]
+    first = read_gold(str(corpus / "gold.mrg"))[0]
+    assert item["words"] == first.raw_words and item["tree"] == trees[0] and scores["attention"].endswith(".jsonl")
+    n = len(first.raw_words)
+    priors = {k: m for k, m in item["maps"].items() if k.startswith("prior_layer")}
+    assert sorted(item["maps"]) == ["links"] + [f"prior_layer{k}" for k in range(len(priors))] and priors
+    assert all(len(m) == n and all(len(r) == n and all(0 <= v <= 1 for v in r) for r in m) for m in priors.values())
+    links = item["maps"]["links"]  # a per layer between neighbouring words: [layers, n - 1], labelled
+    assert links["rows"] == [str(k) for k in range(len(priors))] and len(links["cols"]) == n - 1
+    assert links["cols"][0] == f"{first.raw_words[0]}|{first.raw_words[1]}"
+    from fairseq_tree.view.records import attention_records
+
+    (rec,), _ = attention_records(str(out / "attention.jsonl"))
+    assert [a["title"] for a in rec["att"]] == list(item["maps"]) and rec["trees"][0]["n"][-1][:2] == [0, n]
+
     assert scores["perplexity"]["words"] == sum(len(g) for g in read_gold(str(corpus / "gold.mrg")))  # each word once
     # the hub interface induces the CLI's trees from the same (unnormalised) words
     from fairseq_tree.models.constituent_transformer import ConstituentTransformerModel
@@ -165,6 +182,11 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
     gold = read_gold(str(corpus / "gold.mrg"))
     induced = hub.induce([g.raw_words for g in gold])
     assert [x.tree for x in induced] == trees and all(x.heads is None for x in induced)
+    # hub.attention gives the CLI's dump; hub.view draws it (the page's first sentence: the tree and its maps)
+    assert hub.attention([first.raw_words])[0] == item
+    view = hub.view([g.raw_words for g in gold[:3]])
+    assert [s["trees"][0]["n"] for s in view.data["sentences"]][0] == rec["trees"][0]["n"]
+    assert view.data["sentences"][0]["att"] == rec["att"] and "<svg" not in view.html  # drawn by the page's script
 
 
 def test_structformer_train_validate_induce(corpus, tmp_path):

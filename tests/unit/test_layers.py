@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "fairseq_tree"
 
 #: lowest first: a layer may import itself and the layers before it
-LAYERS = ["utils", "safe_loading", "text", "trees", "evaluation", "data", "modules", "inference", "parsers",
+LAYERS = ["utils", "safe_loading", "text", "trees", "evaluation", "view", "data", "modules", "inference", "parsers",
           "side_channels", "models", "criterions", "tasks", "preprocess", "stanza_train", "hub", "compat", "cli"]
 
 
