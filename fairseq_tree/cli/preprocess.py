@@ -16,7 +16,7 @@ from fairseq_tree.parsers import device_arg
 from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import add_launcher_args
 from fairseq_tree.preprocess.pipeline import run
-from fairseq_tree.preprocess.stages import PreprocessError
+from fairseq_tree.preprocess.shards import PreprocessError
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 
 
