@@ -9,16 +9,17 @@ Why not ``multiprocessing.Pool``: it pickles a task's function anew for every ta
 live in a module global set by the pool's initializer, and an initializer that raises makes the pool start
 replacement workers forever (a parser checkpoint that could not be loaded hung the run). Here every process
 takes the next shard number from a shared counter (the next free process takes the next shard, as
-``Pool.imap`` with chunks of one) and answers ``(number, error or None)``; the parent handles the answers in
-shard order and raises the error of the first failing shard, as ``imap`` does. A worker that cannot be built
-answers its first shard with the reason (``NAME: the worker could not start: ...``).
+``Pool.imap`` with chunks of one) and answers ``(number, error or None)`` on its own pipe; the parent handles
+the answers in shard order and raises the error of the first failing shard, as ``imap`` does. A worker that
+cannot be built answers its first shard with the reason (``NAME: the worker could not start: ...``); a process
+that dies (killed, out of memory) closes its pipe, and the shard it never answered is an error, not a hang.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
-import queue
+from multiprocessing.connection import wait
 from typing import Callable, Dict, List, Optional
 
 from fairseq_tree.preprocess.shards import PreprocessError, Shard
@@ -46,27 +47,32 @@ def run_local(name: str, make_worker: Callable[[], Worker], todo: List[Shard], w
             done(s)
         return
     ctx = mp.get_context("fork")
-    counter, answers = ctx.Value("l", 0), ctx.Queue()
-    procs = [ctx.Process(target=_serve, args=(name, make_worker, todo, counter, answers), daemon=True)
-             for _ in range(min(workers, len(todo)))]
-    for p in procs:
-        p.start()
+    counter = ctx.Value("l", 0)
+    procs, answers = [], []
     try:
-        _collect(name, todo, answers, procs, done)
+        for _ in range(min(workers, len(todo))):
+            reader, writer = ctx.Pipe(duplex=False)  # one per process: its answers, then end of file when it ends
+            p = ctx.Process(target=_serve, args=(name, make_worker, todo, counter, writer), daemon=True)
+            p.start()
+            writer.close()  # the process's copy is the only one left
+            procs.append(p)
+            answers.append(reader)
+        _collect(name, todo, answers, done)
     finally:
         for p in procs:
             if p.is_alive():
                 p.terminate()
             p.join()
-        answers.close()
+        for r in answers:
+            r.close()
 
 
 def _serve(name: str, make_worker: Callable[[], Worker], todo: List[Shard], counter, answers) -> None:
-    """One worker process: build the worker, then take shard numbers until none is left."""
+    """One worker process: build the worker, then take shard numbers until none is left; answer each."""
     try:
-        worker: Optional[Worker] = start_worker(name, make_worker)
+        worker = start_worker(name, make_worker)
     except PreprocessError as e:
-        answers.put((_claim(counter), _portable(e)))
+        answers.send((_claim(counter), _portable(e)))
         return
     while True:
         i = _claim(counter)
@@ -74,9 +80,9 @@ def _serve(name: str, make_worker: Callable[[], Worker], todo: List[Shard], coun
             return
         try:
             worker(todo[i])
-            answers.put((i, None))
+            answers.send((i, None))
         except Exception as e:  # noqa: BLE001 (sent to the parent, which raises it)
-            answers.put((i, _portable(e)))
+            answers.send((i, _portable(e)))
 
 
 def _claim(counter) -> int:
@@ -94,20 +100,21 @@ def _portable(error: Exception) -> Exception:
         return PreprocessError(f"{type(error).__name__}: {error}")
 
 
-def _collect(name: str, todo: List[Shard], answers, procs, done: Callable[[Shard], None]) -> None:
-    """Handle the answers in shard order; raise the first error, or when every process ended before
+def _collect(name: str, todo: List[Shard], answers: list, done: Callable[[Shard], None]) -> None:
+    """Handle the answers in shard order; raise the first error, or when every process has ended without
     answering for a shard (killed, e.g. out of memory)."""
     got: Dict[int, Optional[Exception]] = {}
+    open_ = list(answers)
     for i, shard in enumerate(todo):
         while i not in got:
-            try:
-                j, error = answers.get(timeout=1.0)
-                got[j] = error
-            except queue.Empty:
-                if not any(p.is_alive() for p in procs) and answers.empty():
-                    codes = sorted({p.exitcode for p in procs})
-                    raise PreprocessError(f"{name}: the worker processes ended before finishing shard "
-                                          f"{shard.name} (exit codes {codes})") from None
+            if not open_:
+                raise PreprocessError(f"{name}: the worker processes ended before finishing shard {shard.name}")
+            for r in wait(open_):
+                try:
+                    j, error = r.recv()
+                    got[j] = error
+                except EOFError:
+                    open_.remove(r)
         if got[i] is not None:
             raise got[i]
         done(shard)
