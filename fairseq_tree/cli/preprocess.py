@@ -15,7 +15,7 @@ from fairseq_tree.data.class_labels import ClassScheme
 from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import add_launcher_args
 from fairseq_tree.preprocess.pipeline import run
-from fairseq_tree.preprocess.stages import PreprocessError
+from fairseq_tree.preprocess.shards import PreprocessError
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.utils.devices import add_device_args
 

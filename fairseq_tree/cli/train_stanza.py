@@ -1,10 +1,10 @@
 """``fairseq-tree-train-stanza``: train stanza's tagger and constituency parser offline on a treebank.
 
-The library: :mod:`fairseq_tree.preprocess.stanza_train` (``fairseq-tree-train-stanza --help`` lists the options)."""
+The library: :mod:`fairseq_tree.stanza_train` (``fairseq-tree-train-stanza --help`` lists the options)."""
 
 import sys
 
-from fairseq_tree.preprocess.stanza_train import main as _main
+from fairseq_tree.stanza_train import main as _main
 
 
 def cli_main() -> None:

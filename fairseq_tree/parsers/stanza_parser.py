@@ -184,7 +184,7 @@ class StanzaParser(BatchedBackend):
     ``device``.
 
     Construction loads the models (~2 s plus ``import stanza``). Pickling keeps only the options, so a
-    worker process rebuilds the pipeline; :meth:`from_options` is the picklable factory for pool initializers.
+    worker process rebuilds the pipeline; :meth:`from_options` is the picklable factory for worker processes.
     """
 
     def __init__(self, pos_model: Optional[str] = None, constituency_model: Optional[str] = None,

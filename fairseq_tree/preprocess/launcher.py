@@ -2,8 +2,8 @@
 SLURM): ``--launcher slurm`` submits the pass's shards as one job array, ``--launcher local`` runs the same jobs
 as local processes with submitit's local executor (what CI tests).
 
-A job runs a group of shards with the stage's usual worker functions (:mod:`fairseq_tree.preprocess.stages`),
-which write
+A job runs a group of shards with the stage's usual worker (:mod:`fairseq_tree.preprocess.stages`), built once
+per job, which writes
 their outputs under temporary names and a ``.json`` last, into ``DESTDIR/.work`` (which must therefore be on a
 file system the jobs share). The driver waits for the array; a failed job is reported with its shards and its
 log, and rerunning the same command resubmits only the shards that are not done.
@@ -16,7 +16,7 @@ import logging
 import os
 from typing import Callable, List, Sequence
 
-from fairseq_tree.preprocess.stages import PreprocessError, Shard
+from fairseq_tree.preprocess.shards import PreprocessError, Shard
 
 logger = logging.getLogger("fairseq_tree.preprocess")
 
@@ -84,23 +84,24 @@ def balanced_groups(shards: Sequence[Shard], n: int) -> List[List[Shard]]:
     return [g for g in groups if g]
 
 
-def run_group(init: Callable, init_args: tuple, func: Callable, shards: List[Shard]) -> List[str]:
-    """One job: the stage's worker set up once, then each shard (each writes its own outputs)."""
-    init(*init_args)
+def run_group(make_worker: Callable, shards: List[Shard]) -> List[str]:
+    """One job: the stage's worker built once (``make_worker()``), then called on each shard (each writes its own
+    outputs)."""
+    worker = make_worker()
     for s in shards:
-        func(s)
+        worker(s)
     return [s.name for s in shards]
 
 
-def run_stage_jobs(executor, name: str, todo: List[Shard], func: Callable, init: Callable, init_args: tuple,
-                   jobs: int, progress: Callable[[Shard], None]) -> None:
+def run_stage_jobs(executor, name: str, todo: List[Shard], make_worker: Callable, jobs: int,
+                   progress: Callable[[Shard], None]) -> None:
     """Run ``todo`` as one job array of ``jobs`` jobs and wait; raise PreprocessError naming every failed job's
     shards and log once all jobs have ended (the completed shards are kept for the rerun)."""
     from submitit.helpers import as_completed
 
     groups = balanced_groups(todo, jobs)
     with executor.batch():
-        submitted = [executor.submit(run_group, init, init_args, func, g) for g in groups]
+        submitted = [executor.submit(run_group, make_worker, g) for g in groups]
     logger.info("%s: submitted %d jobs (%s) for %d shards", name, len(submitted),
                 ", ".join(sorted({str(j.job_id).split("_")[0] for j in submitted})), len(todo))
     by_job = {id(j): g for j, g in zip(submitted, groups)}

@@ -11,7 +11,8 @@ Passes (each over shards of ``--shard-size`` lines, in ``--workers`` processes, 
 With ``--task classification`` the same passes write trees and their classes instead of target sentences
 (:mod:`fairseq_tree.data.class_labels`): the label file, if any, takes the target's role (read, checked and
 counted in line with the source, never BPE-split), and the targets of the sentence, of every node and of every
-leaf are binarized beside the tree.
+leaf are binarized beside the tree. The passes do not test the mode: where the modes differ they call the run's
+row codec (:mod:`fairseq_tree.preprocess.codecs`).
 
 Shard outputs live in ``DESTDIR/.work`` and are written under temporary names, so an interrupted run
 resumes from the shards it completed; final files are renamed into place only when complete.
@@ -24,20 +25,26 @@ import functools
 import hashlib
 import json
 import logging
-import multiprocessing as mp
 import os
 import shutil
 import time
 from collections import Counter
 from typing import Callable, Dict, List, Optional
 
-from fairseq_tree.data.binarize import build_dictionary, merge_datasets, token_dtype
-from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
+from fairseq_tree.data.binarize import build_dictionary, merge_datasets
 from fairseq_tree.preprocess import sharded_layout as layout
-from fairseq_tree.preprocess import stages
+from fairseq_tree.preprocess.codecs import RowCodec, make_codec
 from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.launcher import make_executor, run_stage_jobs
-from fairseq_tree.preprocess.stages import PreprocessError, Shard, StageConfig
+from fairseq_tree.preprocess.shards import (
+    PreprocessError,
+    Shard,
+    atomic_copy,
+    atomic_write_text,
+    shard_dataset_prefixes,
+)
+from fairseq_tree.preprocess.stages import BinarizeWorker, BpeWorker, ParseWorker, StageConfig
+from fairseq_tree.preprocess.workers import Worker, run_local
 from fairseq_tree.text.bpe import learn_codes
 from fairseq_tree.trees.io import atomic_path, atomic_write
 from fairseq_tree.utils.devices import resolve_device
@@ -50,82 +57,30 @@ WORK_VERSION = 1
 
 
 # --------------------------------------------------------------------------------------------------
-# file names (documented in the README)
-# --------------------------------------------------------------------------------------------------
-
-def dataset_prefix(destdir: str, split: str, src: str, tgt: Optional[str], lang: str) -> str:
-    """fairseq-preprocess's naming: ``{split}.{src}-{tgt}.{lang}`` (``tgt`` is ``None`` with --only-source)."""
-    return os.path.join(destdir, f"{split}.{src}-{tgt}.{lang}")
-
-
-def output_prefixes(destdir: str, split: str, src: str, tgt: Optional[str], classification: bool = False
-                    ) -> Dict[str, str]:
-    base = dataset_prefix(destdir, split, src, tgt, src)
-    out = {"leaves": base, "nodes": base + ".nodes", "spans": base + ".spans"}
-    if tgt is not None:
-        out["tgt"] = dataset_prefix(destdir, split, src, tgt, tgt)
-    if classification:
-        out.update({k: f"{base}.{k}" for k in stages.TARGET_KEYS})
-    return out
-
-# --------------------------------------------------------------------------------------------------
 # running a stage over shards
 # --------------------------------------------------------------------------------------------------
 
-def _run_stage(name: str, shards: List[Shard], func: Callable, init: Callable, init_args: tuple,
-               workers: int, workdir: str, suffix: str, launcher: Optional[tuple] = None) -> Dict[str, dict]:
-    """Run ``func`` on every shard not yet done (its ``.json`` exists); return the shards' metas folded per
-    split (:func:`_fold`), reading one at a time so that memory does not grow with the corpus.
-    ``launcher``: ``(submitit executor, jobs)`` to run them as a job array (:mod:`fairseq_tree.preprocess.launcher`)."""
+def _run_stage(name: str, shards: List[Shard], make_worker: Callable[[], Worker], workers: int, workdir: str,
+               suffix: str, launcher: Optional[tuple] = None) -> Dict[str, dict]:
+    """Run the stage's worker (built by ``make_worker`` once per process) on every shard not yet done (its
+    ``.json`` exists); return the shards' metas folded per split (:func:`_fold`), reading one at a time so that
+    memory does not grow with the corpus. ``launcher``: ``(submitit executor, jobs)`` to run them as a job array
+    (:mod:`fairseq_tree.preprocess.launcher`), else local processes (:mod:`fairseq_tree.preprocess.workers`)."""
     todo = [s for s in shards if not os.path.exists(os.path.join(workdir, s.name + suffix))]
     if len(todo) < len(shards):
         logger.info("%s: resuming, %d of %d shards already done", name, len(shards) - len(todo), len(shards))
     if todo:
         progress = Progress(name, sum(s.num_lines for s in todo))
         if launcher is not None:
-            run_stage_jobs(launcher[0], name, todo, func, init, init_args, launcher[1],
-                           lambda s: progress.update(s.num_lines))
-        elif workers <= 1 or len(todo) == 1:
-            _guarded_init(name, init, *init_args)
-            _raise_init_error()
-            for s in todo:
-                func(s)
-                progress.update(s.num_lines)
+            run_stage_jobs(launcher[0], name, todo, make_worker, launcher[1], lambda s: progress.update(s.num_lines))
         else:
-            ctx = mp.get_context("fork")
-            with ctx.Pool(min(workers, len(todo)), initializer=_guarded_init,
-                          initargs=(name, init, *init_args)) as pool:
-                for s, _ in zip(todo, pool.imap(functools.partial(_guarded_call, func), todo)):
-                    progress.update(s.num_lines)
+            run_local(name, make_worker, todo, workers, lambda s: progress.update(s.num_lines))
         progress.close()
     totals: Dict[str, dict] = {}
     for s in shards:  # in shard order: skipped/filtered lists stay in line order
         with open(os.path.join(workdir, s.name + suffix), encoding="utf-8") as f:
             _fold(totals.setdefault(s.split, {}), json.load(f))
     return totals
-
-_INIT_ERROR: List[PreprocessError] = []  # per process: why this worker's initializer failed
-
-
-def _guarded_init(name: str, init: Callable, *args) -> None:
-    """Run a stage's worker initializer, keeping its error instead of raising it: an initializer that raises
-    makes ``multiprocessing.Pool`` start replacement workers forever (a parser checkpoint that cannot be loaded
-    hung the run). The error is raised by the worker's first task, which the parent receives."""
-    _INIT_ERROR.clear()
-    try:
-        init(*args)
-    except Exception as e:  # noqa: BLE001 (any failure: the message names it)
-        _INIT_ERROR.append(PreprocessError(f"{name}: the worker could not start: {type(e).__name__}: {e}"))
-
-
-def _raise_init_error() -> None:
-    if _INIT_ERROR:
-        raise _INIT_ERROR[0]
-
-
-def _guarded_call(func: Callable, shard: Shard):
-    _raise_init_error()
-    return func(shard)
 
 
 def _fold(total: dict, meta: dict) -> dict:
@@ -170,11 +125,8 @@ def run(args: PreprocessConfig) -> dict:
     sharded layout, with ``--shard-id`` one part of it is made, with ``--dict-only`` only the vocabularies
     (:mod:`fairseq_tree.preprocess.sharded_layout`)."""
     t_start = time.perf_counter()
-    classification = classification_options(args)
-    label_suffix = args.target_lang if classification and classification["labels"] == "file" else None
-    src, tgt = args.source_lang, (None if args.only_source or classification else args.target_lang)
-    if not args.only_source and not classification and not tgt:
-        raise PreprocessError("--target-lang is required unless --only-source is given")
+    codec = make_codec(args)
+    src, tgt = args.source_lang, codec.target_lang
     parts, part = args.num_shards or 1, args.shard_id
     dict_only = args.dict_only
     destdir = args.destdir
@@ -184,7 +136,7 @@ def run(args: PreprocessConfig) -> dict:
     os.makedirs(destdir, exist_ok=True)
     workdir = os.path.join(destdir, ".work")
 
-    files = input_files(args, src, tgt or label_suffix, dict_only)
+    files = input_files(args, src, codec.target_suffix, dict_only)
     if "train" not in files and not (args.srcdict and (args.tgtdict or not tgt or args.joined_dictionary)):
         raise PreprocessError("--trainpref is required unless dictionaries are given")
     # {split: {part: shards}}: train cut into the parts, valid and test whole in part 0 (where fairseq reads them)
@@ -202,12 +154,11 @@ def run(args: PreprocessConfig) -> dict:
             logger.info("work directory %s is from a different configuration: starting afresh", workdir)
             shutil.rmtree(workdir)
     os.makedirs(workdir, exist_ok=True)
-    stages.atomic_write_text(fp_path, fp)
+    atomic_write_text(fp_path, fp)
 
-    cfg = StageConfig(workdir=workdir, paths=files, src_lang=src, tgt_lang=tgt, parser=args.parser,
-                      tokenize=args.tokenize, on_error=args.on_error, unary=args.unary,
-                      max_positions=args.max_positions, parser_options=parser_options(args),
-                      parse_batch_size=args.parse_batch_size, classification=classification)
+    cfg = StageConfig(workdir=workdir, paths=files, src_lang=src, parser=args.parser, tokenize=args.tokenize,
+                      on_error=args.on_error, unary=args.unary, max_positions=args.max_positions,
+                      parser_options=parser_options(args), codec=codec, parse_batch_size=args.parse_batch_size)
     all_shards = [s for split in files for s in shards[split]]
     launcher = _launcher(args, destdir)
 
@@ -216,15 +167,15 @@ def run(args: PreprocessConfig) -> dict:
                 len(all_shards), args.parser, f"{launcher[1]} {args.launcher} jobs" if launcher
                 else f"{args.workers} workers")
     t0 = time.perf_counter()
-    by_split = _run_stage("parse", all_shards, stages.parse_shard, stages.init_parse_worker, (cfg,),
-                          args.workers, workdir, ".parsed.json", launcher)
+    by_split = _run_stage("parse", all_shards, functools.partial(ParseWorker, cfg), args.workers, workdir,
+                          ".parsed.json", launcher)
     wall = {"parse": time.perf_counter() - t0}
 
     # 2. BPE codes
     codes_path = os.path.join(destdir, "bpe.codes")
     if args.bpe_codes:
         if os.path.abspath(args.bpe_codes) != os.path.abspath(codes_path):
-            stages.atomic_copy(args.bpe_codes, codes_path)
+            atomic_copy(args.bpe_codes, codes_path)
     elif args.bpe_merges:
         if "train" not in by_split:
             raise PreprocessError("--bpe-merges needs --trainpref (BPE is learned on train only)")
@@ -234,7 +185,7 @@ def run(args: PreprocessConfig) -> dict:
             words.update(by_split["train"].get("tgt_word_counts", {}))
             with atomic_path(codes_path) as tmp:
                 learn_codes(words, args.bpe_merges, tmp)
-            stages.atomic_write_text(os.path.join(workdir, "bpe.done"), "")
+            atomic_write_text(os.path.join(workdir, "bpe.done"), "")
             wall["learn_bpe"] = time.perf_counter() - t0
             logger.info("learned %d BPE merges on %d word types in %.1fs", args.bpe_merges, len(words),
                         wall["learn_bpe"])
@@ -243,35 +194,32 @@ def run(args: PreprocessConfig) -> dict:
 
     # 3. subwords
     t0 = time.perf_counter()
-    bpe_by_split = _run_stage("bpe", all_shards, stages.bpe_shard, stages.init_bpe_worker, (cfg, codes_path),
-                              args.workers, workdir, ".bpe.json", launcher)
+    bpe_by_split = _run_stage("bpe", all_shards, functools.partial(BpeWorker, cfg, codes_path), args.workers,
+                              workdir, ".bpe.json", launcher)
     wall["bpe"] = time.perf_counter() - t0
 
     # 4. dictionaries
     dict_paths = build_dictionaries(args, destdir, src, tgt, bpe_by_split.get("train", {}))
-    if classification:
-        scheme = stages.class_scheme(classification)
-        stages.atomic_write_text(os.path.join(destdir, CLASSIFICATION_JSON), scheme.to_json(
-            labels=classification["labels"], node_inputs=classification["node_inputs"], unary=args.unary))
+    codec.write_scheme(destdir)
     if dict_only:
         report = dict_only_report(args, files, by_split, bpe_by_split, dict_paths, time.perf_counter() - t_start)
     else:
         # 5. binarize and merge (into DESTDIR, or each part into its shard directory)
         t0 = time.perf_counter()
-        bin_by_split = _run_stage("binarize", all_shards, stages.binarize_shard, stages.init_binarize_worker,
-                                  (cfg, dict_paths), args.workers, workdir, ".bin.json", launcher)
+        bin_by_split = _run_stage("binarize", all_shards, functools.partial(BinarizeWorker, cfg, dict_paths),
+                                  args.workers, workdir, ".bin.json", launcher)
         out_dir = (lambda p: destdir) if parts == 1 or part is not None else (lambda p: layout.shard_dir(destdir, p))
         targets = {split: [(out_dir(p), ps[p]) for p in sorted(ps)] for split, ps in by_part.items()}
         layout.copy_shared(destdir, dict_paths, sorted({d for ts in targets.values() for d, _ in ts}))
-        merge_outputs(targets, workdir, src, tgt, dict_paths, classification is not None)
+        merge_outputs(targets, workdir, src, codec, dict_paths)
         wall["binarize"] = time.perf_counter() - t0
-        report = make_report(args, files, shards, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
+        report = make_report(args, codec, files, by_split, bpe_by_split, bin_by_split, dict_paths, wall,
                              time.perf_counter() - t_start)
         if parts > 1:
             report["shards"] = {split: [{"dir": os.path.relpath(d, args.destdir), "first_line": ss[0].first_line,
                                          "lines": sum(s.num_lines for s in ss)} for d, ss in ts]
                                 for split, ts in targets.items()}
-    stages.atomic_write_text(os.path.join(destdir, "preprocess.json"), json.dumps(report, indent=1) + "\n")
+    atomic_write_text(os.path.join(destdir, "preprocess.json"), json.dumps(report, indent=1) + "\n")
     if not args.keep_work:
         shutil.rmtree(workdir)
         if launcher and not args.launcher_dir:  # the jobs' logs; kept when a job failed (the error names them)
@@ -322,14 +270,6 @@ def dict_only_report(args: PreprocessConfig, files, by_split, bpe_by_split, dict
                                  "sentences": bm["kept"], "skipped": len(skipped),
                                  "skipped_lines": skipped}},
             "wall_seconds": round(total, 3)}
-
-
-def classification_options(args: PreprocessConfig) -> Optional[dict]:
-    """The classification settings a worker needs (plain data), or None for translation."""
-    if args.task != "classification":
-        return None
-    return {"labels": args.labels, "num_classes": args.num_classes, "class_names": args.class_names,
-            "binary": args.binary, "node_inputs": args.node_inputs}
 
 
 def parser_options(args) -> dict:
@@ -388,24 +328,20 @@ def build_dictionaries(args: PreprocessConfig, destdir: str, src: str, tgt: Opti
     return paths
 
 
-def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: Optional[str],
-                  dict_paths: Dict[str, str], classification: bool = False) -> None:
-    """Concatenate the work shards' datasets and trees: ``targets[split]`` lists ``(out_dir, shards)``, one
-    pair per output directory (DESTDIR, or each shard directory of the sharded layout)."""
-    import numpy as np
+def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, codec: RowCodec,
+                  dict_paths: Dict[str, str]) -> None:
+    """Concatenate the work shards' datasets (those of the codec, :meth:`RowCodec.output_prefixes`) and trees:
+    ``targets[split]`` lists ``(out_dir, shards)``, one pair per output directory (DESTDIR, or each shard
+    directory of the sharded layout)."""
     from fairseq.data.dictionary import Dictionary
 
-    dicts = {k: Dictionary.load(p) for k, p in dict_paths.items()}
-    dtypes = {"leaves": token_dtype(dicts["src"]), "nodes": token_dtype(dicts["labels"]), "spans": np.int32}
-    if tgt:
-        dtypes["tgt"] = token_dtype(dicts["tgt"])
-    dtypes.update({k: stages.TARGET_DTYPE for k in stages.TARGET_KEYS})
+    dtypes = codec.dataset_dtypes({k: Dictionary.load(p) for k, p in dict_paths.items()})
     for split, pairs in targets.items():
         for out_dir, split_shards in pairs:
-            outs = output_prefixes(out_dir, split, src, tgt, classification)
+            outs = codec.output_prefixes(out_dir, split, src)
             progress = Progress(f"merge {split}", len(outs) + 1, unit="file", every=5.0)
             for key, out in outs.items():
-                merge_datasets([stages.shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out,
+                merge_datasets([shard_dataset_prefixes(workdir, s)[key] for s in split_shards], out,
                                dtypes[key])
                 progress.update(1)
             trees_out = os.path.join(out_dir, f"{split}.{src}.trees")
@@ -417,20 +353,10 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, tgt: 
             progress.close()
 
 
-def _class_report(bin_meta: dict, filtered: List[dict]) -> dict:
-    """Classification counts of a split (from its folded binarize meta): sentences per class, labelled nodes
-    and leaves, lines dropped by the view (the neutral roots of --binary) with their line numbers."""
-    classes: Counter = Counter(bin_meta.get("class_counts", {}))
-    stats: Counter = Counter(bin_meta.get("stats", {}))
-    return {"sentences_per_class": dict(sorted(classes.items())),
-            "labelled_nodes": stats["labelled_nodes"], "labelled_leaves": stats["labelled_leaves"],
-            "filtered": len(filtered), "filtered_by_reason": dict(Counter(e["reason"] for e in filtered)),
-            "filtered_lines": [e["line"] for e in filtered]}
-
-
-def make_report(args: PreprocessConfig, files, shards, parse_by_split, bpe_by_split, bin_by_split, dict_paths, wall,
-                total) -> dict:
-    """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`)."""
+def make_report(args: PreprocessConfig, codec: RowCodec, files, parse_by_split, bpe_by_split, bin_by_split, dict_paths,
+                wall, total) -> dict:
+    """preprocess.json from the folded metas of each stage (split -> meta, :func:`_run_stage`); the codec adds
+    its mode's entries of each split (:meth:`RowCodec.split_report`)."""
     from fairseq.data.dictionary import Dictionary
 
     report = {"command": dataclasses.asdict(args), "splits": {},
@@ -445,14 +371,11 @@ def make_report(args: PreprocessConfig, files, shards, parse_by_split, bpe_by_sp
         filtered = pm.get("filtered", [])
         stats = Counter(xm.get("stats", {}))
         lines = pm["lines"]
-        classification = args.task == "classification"
         report["splits"][split] = {
             "files": roles, "lines": lines, "sentences": stats["sentences"],
             "skipped": len(skipped), "skipped_by_reason": dict(Counter(e["reason"] for e in skipped)),
             **{k: stats[k] for k in ("source_tokens", "nodes", "source_unk", "label_unk")},
-            **({k: stats[k] for k in ("target_tokens", "target_unk")} if "tgt" in roles and not classification
-               else {}),
-            **(_class_report(xm, filtered) if classification else {}),
+            **codec.split_report(roles, stats, xm, filtered),
             "skipped_lines": skipped,
         }
         assert stats["sentences"] + len(skipped) + len(filtered) == lines, \

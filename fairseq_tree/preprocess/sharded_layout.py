@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Tuple
 
-from fairseq_tree.preprocess.stages import PreprocessError, Shard, atomic_copy
+from fairseq_tree.preprocess.shards import PreprocessError, Shard, atomic_copy
 
 #: what a first pass (``--dict-only``) leaves in DESTDIR and every shard directory gets a copy of
 SHARED_FILES = ("bpe.codes", "classification.json")

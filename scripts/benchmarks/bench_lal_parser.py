@@ -102,7 +102,7 @@ def main():
         stanza_dir = str(cache)
     if stanza_dir is None and not args.quick:
         print(f"training a tiny stanza model into {cache} (once)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "fairseq_tree.preprocess.stanza_train", str(tmp / "train.mrg"),
+        subprocess.run([sys.executable, "-m", "fairseq_tree.stanza_train", str(tmp / "train.mrg"),
                         str(cache), "--size", "tiny"], cwd=str(REPO), check=True)
         stanza_dir = str(cache)
     if stanza_dir is None:

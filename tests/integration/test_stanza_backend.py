@@ -1,4 +1,4 @@
-"""The stanza backend: offline training (fairseq_tree/preprocess/stanza_train.py) and parsing
+"""The stanza backend: offline training (fairseq_tree/stanza_train/) and parsing
 (fairseq_tree/parsers/stanza_parser.py).
 
 Real stanza everywhere (tiny models trained once per session by the ``tiny_stanza_models`` fixture)."""
@@ -180,7 +180,7 @@ def test_parser_pickles_as_options(parser):
 def test_read_treebank_formats(tmp_path):
     import collections
 
-    from fairseq_tree.preprocess.stanza_train import read_trees, split_treebank, write_conllu
+    from fairseq_tree.stanza_train.data import read_trees, split_treebank, write_conllu
 
     body = "(S (NP-SBJ (-LRB- -LRB-) (NN a) (-RRB- -RRB-)) (VP (VBD b) (NP (-NONE- *T*-1))) (. .))"
     expect = "(ROOT (S (NP (-LRB- -LRB-) (NN a) (-RRB- -RRB-)) (VP (VBD b)) (. .)))"
@@ -218,7 +218,7 @@ def test_training_scores_with_the_projects_evalb():
     brackets matched, P = R = F1 = 1/3."""
     from stanza.models.constituency import tree_reader
 
-    from fairseq_tree.preprocess.stanza_train import bracket_scores
+    from fairseq_tree.stanza_train.trainer import bracket_scores
 
     gold = tree_reader.read_trees("(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)))")[0]
     pred = tree_reader.read_trees("(ROOT (S (NP (DT The)) (VP (NN cat) (VBD sat)) (. .)))")[0]

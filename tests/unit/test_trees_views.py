@@ -66,7 +66,7 @@ def stanza_conllu(split, tmp):
     pytest.importorskip("stanza")
     import collections
 
-    from fairseq_tree.preprocess.stanza_train import read_trees, write_conllu
+    from fairseq_tree.stanza_train.data import read_trees, write_conllu
 
     trees = read_trees(PTB / f"{split}.mrg", collections.Counter())
     write_conllu(trees, tmp / "s.conllu")

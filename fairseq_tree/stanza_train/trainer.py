@@ -53,7 +53,7 @@ from fairseq_tree.evaluation.bracket_f1 import EvalbScorer, as_evalb
 from fairseq_tree.parsers.stanza_parser import StanzaParser, tree_to_brackets
 
 # data preparation (steps 1-4); re-exported for the tests and for callers of this module
-from fairseq_tree.preprocess.stanza_data import (  # noqa: F401
+from fairseq_tree.stanza_train.data import (  # noqa: F401
     DEV_NAME,
     build_vectors,
     read_text_tokens,
@@ -67,7 +67,7 @@ from fairseq_tree.trees import tree_from_brackets
 
 logger = logging.getLogger("stanza_train")
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the directory holding fairseq_tree/
 # internal: fairseq-tree-train-stanza --_offline-run {tagger,constituency} ARGS
 OFFLINE_RUN = "--_offline-run"
 RESOURCES_JSON = {"en": {"lang_name": "English"}}
@@ -209,7 +209,7 @@ _NOISE = re.compile(r"it/s\]|s/it\]|\r")
 
 
 def run_trainer(which: str, args: List[str], outdir: Path, log_path: Path, threads: int) -> List[str]:
-    cmd = [sys.executable, "-m", "fairseq_tree.preprocess.stanza_train", OFFLINE_RUN, which] + args
+    cmd = [sys.executable, "-m", "fairseq_tree.stanza_train", OFFLINE_RUN, which] + args
     logger.info("%s: %s", which, " ".join(shlex.quote(c) for c in cmd))
     lines: List[str] = []
     workdir = outdir / "work"

@@ -1,4 +1,4 @@
-"""Data preparation for :mod:`fairseq_tree.preprocess.stanza_train` (steps 1 to 4 of its docstring): stanza trees
+"""Data preparation for :mod:`fairseq_tree.stanza_train.trainer` (steps 1 to 4 of its docstring): stanza trees
 of a treebank, the train/dev split, the parser's .mrg and the tagger's CoNLL-U files, word vectors.
 
 The trees here are stanza's own (``stanza.models.constituency.parse_tree.Tree``), read by stanza's reader because
