@@ -31,9 +31,13 @@ def train(data, save, *args):
     return save / "checkpoint_last.pt"
 
 
-def build_models(d):
-    """Tiny checkpoints of every family in ``d``, each with its data-bin: lal (POS-tag inputs), lal_notags,
-    tree2seq, classifier, structformer."""
+FAMILIES = ("lal", "lal_notags", "tree2seq", "classifier", "structformer")
+
+
+def build_models(d, families=FAMILIES):
+    """Tiny checkpoints of every family in ``d`` (or of ``families`` only), each with its data-bin: lal (POS-tag
+    inputs), lal_notags, tree2seq, classifier, structformer -> {family: (checkpoint, data-bin), "dir": d}."""
+    d.mkdir(parents=True, exist_ok=True)
     out = {}
     mrg = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()[:30]
     blocks = [b for b in (PTB / "train.conllu").read_text(encoding="utf-8").split("\n\n") if b.strip()][:30]
@@ -43,8 +47,23 @@ def build_models(d):
        d / "t.conllu", "--valid", d / "t.mrg", "--valid-dep", d / "t.conllu")
     lal = ["--task", "constituency_parsing", "--arch", "lal_parser_tiny", "--criterion", "span_hinge_dependency",
            "--optimizer", "adam", "--lr", "4e-3", "--batch-size", "10", "--max-epoch", "2"]
-    out["lal"] = (train(d / "lal_bin", d / "ck_lal", *lal), d / "lal_bin")
-    out["lal_notags"] = (train(d / "lal_bin", d / "ck_lal_nt", *lal, "--no-pos-tags"), d / "lal_bin")
+    if "lal" in families:
+        out["lal"] = (train(d / "lal_bin", d / "ck_lal", *lal), d / "lal_bin")
+    if "lal_notags" in families:
+        out["lal_notags"] = (train(d / "lal_bin", d / "ck_lal_nt", *lal, "--no-pos-tags"), d / "lal_bin")
+    if "tree2seq" in families:
+        _tree2seq(d, out)
+    if "classifier" in families:
+        _classifier(d, out)
+    if "structformer" in families:
+        _structformer(d, out)
+    (d / "raw.txt").write_text("\n".join(RAW) + "\n", encoding="utf-8")
+    (d / "empty.txt").write_text("", encoding="utf-8")
+    out["dir"] = d
+    return out
+
+
+def _tree2seq(d, out):
     trees = (PTB / "valid.mrg").read_text(encoding="utf-8").splitlines()[:48]
     text = [t.lower() for t in (PTB / "valid.txt").read_text(encoding="utf-8").splitlines()[:48]]
     (d / "train.en").write_text("\n".join(trees) + "\n", encoding="utf-8")
@@ -54,6 +73,9 @@ def build_models(d):
     out["tree2seq"] = (train(d / "t2s_bin", d / "ck_t2s", "--task", "tree_translation", "--arch", "tree2seq_tiny",
                              "--share-all-embeddings", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "2000",
                              "--max-update", "3"), d / "t2s_bin")
+
+
+def _classifier(d, out):
     (d / "sst.txt").write_text("\n".join((SST / "train.txt").read_text(encoding="utf-8").splitlines()[:60]) + "\n",
                                encoding="utf-8")
     ok(BIN / "fairseq-tree-preprocess", "--task", "classification", "--labels", "nodes", "-s", "txt", "--trainpref",
@@ -61,12 +83,11 @@ def build_models(d):
     out["classifier"] = (train(d / "sst_bin", d / "ck_clf", "--task", "tree_classification", "--arch",
                                "tree_classifier_tiny", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "2048",
                                "--max-update", "3"), d / "sst_bin")
+
+
+def _structformer(d, out):
     ok(BIN / "fairseq-tree-induction-text", "--out", d / "ind.txt", "--treebank", d / "t.mrg")
     ok(BIN / "fairseq-preprocess", "--only-source", "--trainpref", d / "ind.txt", "--destdir", d / "ind_bin")
     out["structformer"] = (train(d / "ind_bin", d / "ck_sf", "--task", "tree_induction", "--arch", "structformer_tiny",
                                  "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens",
                                  "1500", "--max-update", "3"), d / "ind_bin")
-    (d / "raw.txt").write_text("\n".join(RAW) + "\n", encoding="utf-8")
-    (d / "empty.txt").write_text("", encoding="utf-8")
-    out["dir"] = d
-    return out
