@@ -327,6 +327,8 @@ def seed(page, cwd, world):
         link(models[family][0], cwd / name)
     if page == "tree2seq.md":  # the trivial-tree data-bin of train_tree2seq_multi30k.sh: any tree data-bin
         link(world["multi30k"], cwd / "work" / "t2s_leaves" / "data-bin" / "trivial.en-de")
+        for name, epoch in (("a.pt", 1), ("b.pt", 2), ("c.pt", 3)):  # the reader's checkpoints: the page's own
+            link(f"ckpt/checkpoint{epoch}.pt", cwd / name)
     if page in ("README.md", "preprocessing.md"):  # they write data-bin/multi30k.en-de themselves
         (cwd / "data-bin" / "multi30k.en-de").unlink()
 
