@@ -63,6 +63,7 @@ def main(argv=None) -> str:
     args = get_parser().parse_args(argv)
     if args.pred and not (args.trees or args.sst):
         raise SystemExit("fairseq-tree-view: error: --pred goes with --trees or --sst")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)  # as fairseq-tree-parse --output
     path = build(args).save(args.out)
     print(f"{path}: {os.path.getsize(path):,} bytes")
     return path

@@ -295,3 +295,13 @@ def test_attention_item_labels_its_maps():
     nodes = records.attention_item(["a", "b"], {"m": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}, rows=["a", "b", "S 0-2"],
                                    cols=["a", "b", "S 0-2"])
     assert nodes["maps"]["m"][2] == [0, 0, 1] and nodes["cols"] == ["a", "b", "S 0-2"]
+
+
+def test_the_cli_writes_into_a_folder_it_creates(tmp_path):
+    """docs/view.md's first command, in a fresh directory: ``out/`` is made (as fairseq-tree-parse --output does);
+    it used to fail on the temporary file beside the missing folder."""
+    from fairseq_tree.cli.view import main
+
+    (tmp_path / "g.mrg").write_text("(S (NP (DT The) (NN dog)) (VP (VBZ runs)))\n", encoding="utf-8")
+    path = main([str(tmp_path / "out" / "new" / "wsj22.html"), "--trees", str(tmp_path / "g.mrg")])
+    assert (tmp_path / "out" / "new" / "wsj22.html").is_file() and path.endswith("wsj22.html")
