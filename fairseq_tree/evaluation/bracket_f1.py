@@ -332,6 +332,14 @@ def score_files(gold_path: str, pred_path: str, delete_wrappers: bool = False,
     predicted line is an empty prediction). Unequal sentence counts or malformed brackets raise
     :class:`TreeFormatError` naming FILE:LINE."""
     scorer = EvalbScorer(delete_wrappers, cutoff_len)
+    for gline, gold, pline, pred in evalb_pairs(gold_path, pred_path):
+        scorer.add(gold, pred, gline, pline)
+    return scorer
+
+
+def evalb_pairs(gold_path: str, pred_path: str):
+    """-> (gold line, gold EvalbTree, predicted line, predicted EvalbTree or None for a blank line) per sentence
+    of two aligned bracket files; TreeFormatError names FILE:LINE of a malformed tree or unequal counts."""
     pairs = aligned(read_sentences(gold_path, predicted=False), read_sentences(pred_path, predicted=True),
                     gold_path, pred_path)
     for (gline, graw), (pline, praw) in pairs:
@@ -343,8 +351,7 @@ def score_files(gold_path: str, pred_path: str, delete_wrappers: bool = False,
             pred = evalb_tree(praw) if praw else None
         except TreeFormatError as e:
             raise e.at(pred_path, pline) from None
-        scorer.add(gold, pred, gline, pline)
-    return scorer
+        yield gline, gold, pline, pred
 
 
 def aligned(gold: Iterable[Tuple[int, object]], pred: Iterable[Tuple[int, object]], gold_path: str,
@@ -477,6 +484,6 @@ __all__ = [
     "EvalbScorer", "EvalbSentence", "evalb_tree", "as_evalb", "read_sentences", "aligned", "evalb_label",
     "kept_terminals",
     "evalb_brackets", "span_brackets", "bracket_marks", "MATCH", "MISSING", "EXTRA", "IGNORED", "score_sentence",
-    "totals", "score_files", "format_sentence", "format_block",
+    "totals", "score_files", "evalb_pairs", "format_sentence", "format_block",
     "format_report", "bracket_f1", "attachment_scores", "score_dependency_files",
 ]

@@ -31,9 +31,9 @@ from fairseq_tree.evaluation.bracket_f1 import (
     STATUS_OK,
     EvalbScorer,
     EvalbSentence,
-    aligned,
     bracket_marks,
     evalb_label,
+    evalb_pairs,
     evalb_tree,
     read_sentences,
     totals,
@@ -131,19 +131,8 @@ def compare_records(gold_path: str, pred_path: str, delete_wrappers: bool = Fals
     """Gold and predicted bracket files (one predicted tree per line), scored as ``fairseq-tree-score`` does
     (:func:`fairseq_tree.evaluation.bracket_f1.score_files`) -> (records, summary rows)."""
     scorer = EvalbScorer(delete_wrappers)
-    out = []
-    pairs = aligned(read_sentences(gold_path, predicted=False), read_sentences(pred_path, predicted=True),
-                    gold_path, pred_path)
-    for k, ((gline, graw), (pline, praw)) in enumerate(pairs, 1):
-        try:
-            gold = evalb_tree(graw)
-        except TreeFormatError as e:
-            raise e.at(gold_path, gline) from None
-        try:
-            pred = evalb_tree(praw) if praw else None
-        except TreeFormatError as e:
-            raise e.at(pred_path, pline) from None
-        out.append(compare_record(k, gold, pred, scorer))
+    out = [compare_record(k, gold, pred, scorer)
+           for k, (_, gold, _, pred) in enumerate(evalb_pairs(gold_path, pred_path), 1)]
     return out, evalb_summary(scorer)
 
 
