@@ -1,7 +1,8 @@
 """The viewer's measured pages and the docs' screenshots (docs/view.md): builds one page per view from ../shared
 data, reports each page's size and its open time in headless Chromium, and writes docs/img/view_*.png.
 
-    python scripts/benchmarks/bench_view.py --shared ../shared --out work/view [--screenshots docs/img] [--attention A.jsonl]
+    python scripts/benchmarks/bench_view.py --shared ../shared --out work/view \
+        [--screenshots docs/img] [--attention A.jsonl]
 
 * ``compare``: the first 2,416 trees of ptb_sample/train.mrg (WSJ section 23 is not in ../shared; 2,416 is its
   size) against a **perturbed copy** (not a parser: seeded, 10% of the nodes dropped, 5% relabelled, a bracket
