@@ -6,7 +6,7 @@ Used by ``bench_tree2seq.py`` and ``bench_induction.py``.
 
 import statistics
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 
 def train_step(model, loss_fn: Callable[[], "torch.Tensor"], lr: float = 1e-4) -> Callable[[], None]:  # noqa: F821
@@ -67,5 +67,8 @@ def ratio(results: Dict[str, dict], a: str, b: str) -> float:
     return results[a]["median"] / results[b]["median"]
 
 
-def median_of(values: List[float]) -> Optional[float]:
-    return statistics.median(values) if values else None
+def paired_ratio(results: Dict[str, dict], a: str, b: str) -> float:
+    """The median over the timed rounds of time(a) / time(b) within the round: the two steps of a round ran
+    seconds apart, so a load that changes between rounds cancels out of each round's ratio."""
+    pairs = [x / y for x, y in zip(results[a]["times"], results[b]["times"])]
+    return statistics.median(pairs) if pairs else float("nan")

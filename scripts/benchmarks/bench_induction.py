@@ -11,7 +11,8 @@ activation memory of one train step (the most tensor bytes alive at once: CUDA's
 Pairs: ``constituent_transformer{size}`` and ``structformer{size}``, each against ``mlm_transformer`` with its
 layers, d, heads, FFN and activation (``mlm_for_*``); dropout 0.1 everywhere. Ratios are model / baseline.
 The last line is ``key=value`` pairs at the longest length (``constituent_time_ratio=``,
-``structformer_time_ratio=``, ``structformer_memory_ratio=``, ``constituent_memory_ratio=``, ...).
+``structformer_time_ratio=``, ``structformer_memory_ratio=``, ``constituent_memory_ratio=``, ...; ``*_paired_ratio=``:
+the median of the per-round ratios, :func:`alternate.paired_ratio`).
 """
 
 import argparse
@@ -26,7 +27,7 @@ import torch
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from alternate import alternate, train_step  # noqa: E402
+from alternate import alternate, paired_ratio, train_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,6 +146,7 @@ def main():
         cells = []
         for key, (model, base) in PAIRS.items():
             row[f"{key}_time_ratio"] = t[model] / t[base]
+            row[f"{key}_paired_ratio"] = paired_ratio(timed, model, base)
             row[f"{key}_memory_ratio"] = mem[model] / max(mem[base], 1e-6)
             cells.append(f"{t[model] * 1e3:8.1f} ms {row[f'{key}_time_ratio']:6.2f} {mem[model]:7.1f} "
                          f"{row[f'{key}_memory_ratio']:6.2f}")
@@ -155,6 +157,7 @@ def main():
     kv = dict(size=size, device=args.device, n=last["n"])
     for key in PAIRS:
         kv[f"{key}_time_ratio"] = round(last[f"{key}_time_ratio"], 3)
+        kv[f"{key}_paired_ratio"] = round(last[f"{key}_paired_ratio"], 3)
         kv[f"{key}_memory_ratio"] = round(last[f"{key}_memory_ratio"], 3)
         kv[f"{key}_mean_time_ratio"] = round(sum(r[f"{key}_time_ratio"] for r in rows) / len(rows), 3)
     print(" ".join(f"{k}={v}" for k, v in kv.items()))

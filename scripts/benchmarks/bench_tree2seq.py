@@ -41,7 +41,7 @@ import torch
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from alternate import alternate, train_step  # noqa: E402
+from alternate import alternate, paired_ratio, train_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -308,6 +308,8 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
         if raw:
             print(f"  n = {n} step times (ms, alternated): " + "; ".join(
                 f"{run} " + " ".join(f"{x * 1e3:.1f}" for x in r["times"]) for run, r in timed.items()))
+            print(f"  n = {n} paired ratios (median of per-round ratios): "
+                  f"/tf {paired_ratio(timed, 'tree2seq', 'tf'):.3f} /pm {paired_ratio(timed, 'tree2seq', 'pm'):.3f}")
         mem = {run: (float("nan") if no_memory else peak_memory_mb(run, batch, device, amp, models)) for run in KINDS}
         row = dict(n=n, bsz=bsz, m_over_n=m_over_n, t=t, mem=mem,
                    time_ratio=t["tree2seq"] / t["tf"], time_ratio_pm=t["tree2seq"] / t["pm"],
