@@ -40,6 +40,7 @@ from fairseq_tree.models.architecture import require_task
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
+from fairseq_tree.modules.tree_compile import DEFAULT_MULTIPLE, LayerCompiler, compiler_for
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
 
@@ -67,6 +68,11 @@ class Tree2SeqConfig(TransformerConfig):
                 "(authors' code); default: the paper's |path| incl. the leaf"})
     tree_leaf_weights: ChoiceEnum(["vector", "per-head"]) = field(default="vector", metadata={
         "help": "w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)"})
+    tree_compile: bool = field(default=False, metadata={
+        "help": "train steps through torch.compile'd encoder and decoder layers, the leaves, nodes, target length "
+                "and pairs padded to buckets (--tree-compile-multiple); validation and decoding stay eager"})
+    tree_compile_multiple: int = field(default=DEFAULT_MULTIPLE, metadata={
+        "help": "--tree-compile's bucket: N, M, T and the pair count are padded up to multiples of it"})
 
 
 #: the tree flags (the fields Tree2SeqConfig adds to TransformerConfig)
@@ -118,9 +124,17 @@ class Tree2SeqEncoderLayer(nn.Module):
         self.fc1 = nn.Linear(d, cfg.encoder.ffn_embed_dim)
         self.fc2 = nn.Linear(cfg.encoder.ffn_embed_dim, d)
         self.final_layer_norm = LayerNorm(d)
+        self.compiler: Optional[LayerCompiler] = None  # set by the encoder with --tree-compile
 
     def forward(self, x: Tensor, tree: TreeStructure, need_head_weights: bool = False):
-        """x: [N + M, B, C] (leaves then nodes) -> same shape; attention [H, B, T, T] if asked."""
+        """x: [N + M, B, C] (leaves then nodes) -> same shape; attention [H, B, T, T] if asked. In training with
+        ``--tree-compile``, :meth:`forward_eager` through ``torch.compile`` (see ``tree_compile``)."""
+        if self.compiler is not None and self.training and not need_head_weights:
+            return self.compiler.compiled(Tree2SeqEncoderLayer.forward_eager)(self, x, tree)
+        return self.forward_eager(x, tree, need_head_weights)
+
+    def forward_eager(self, x: Tensor, tree: TreeStructure, need_head_weights: bool = False):
+        """The layer: x [N + M, B, C] -> ([N + M, B, C], attention [H, B, T, T] or None)."""
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
@@ -159,6 +173,14 @@ class Tree2SeqEncoder(FairseqEncoder):
         self.layers = nn.ModuleList([self.build_encoder_layer(cfg) for _ in range(cfg.encoder.layers)])
         self.layer_norm = LayerNorm(d) if cfg.encoder.normalize_before else None
         self.max_hier_index = cfg.hier_embed_size
+        self.compiler = compiler_for(cfg)
+        for layer in self.layers:
+            layer.compiler = self.compiler
+
+    @property
+    def compiling(self) -> bool:
+        """Whether this forward goes through the compiled layers (``--tree-compile``, training)."""
+        return self.compiler is not None and self.training
 
     @staticmethod
     def build_encoder_layer(cfg: Tree2SeqConfig) -> nn.Module:
@@ -176,7 +198,8 @@ class Tree2SeqEncoder(FairseqEncoder):
     def build_tree(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor) -> TreeStructure:
         return TreeStructure.build(src_spans, src_nodes.eq(self.label_padding_idx),
                                    src_tokens.eq(self.padding_idx), max_horizontal=self.max_hier_index,
-                                   max_vertical=self.max_hier_index)
+                                   max_vertical=self.max_hier_index,
+                                   pair_multiple=self.compiler.multiple if self.compiling else 1)
 
     def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, src_nodes: Optional[Tensor] = None,
                 src_spans: Optional[Tensor] = None, return_all_hiddens: bool = False, return_attention: bool = False):
@@ -191,6 +214,12 @@ class Tree2SeqEncoder(FairseqEncoder):
             leaves = leaves + self.embed_positions(src_tokens)
         nodes = self.embed_scale * self.embed_labels(src_nodes)
         x = self.dropout_module(torch.cat([leaves, nodes], 1)).transpose(0, 1)  # [N + M, B, C]
+        if self.compiling and self.layers:  # the layers' per-batch tensors, built before (outside) the graphs
+            dtypes = {x.dtype}
+            if torch.is_autocast_enabled(x.device.type):
+                dtypes.add(torch.get_autocast_dtype(x.device.type))
+            self.layers[0].self_attn.prepare(tree, sorted(dtypes, key=str))
+            x = x.contiguous()  # the layers' input layout, so that the first layer shares their graph
         padding_mask = tree.pad_mask
         states = [x] if return_all_hiddens else []
         attention = []
@@ -250,6 +279,69 @@ class Tree2SeqDecoderLayer(TransformerDecoderLayerBase):
     def __init__(self, cfg, context, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
         self._context = context
         super().__init__(cfg, no_encoder_attn, add_bias_kv, add_zero_attn)
+
+    compiler: Optional[LayerCompiler] = None  # set by the decoder with --tree-compile
+
+    def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
+                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
+                need_attn: bool = False, need_head_weights: bool = False):
+        """fairseq's decoder layer; in training with ``--tree-compile`` (no incremental state), through
+        ``torch.compile`` (:mod:`fairseq_tree.modules.tree_compile`)."""
+        if (self.compiler is not None and self.training and incremental_state is None
+                and prev_self_attn_state is None and prev_attn_state is None and not self.cross_self_attention):
+            # one layout and always a padding mask (fairseq passes None when no target is padded): fewer graphs
+            if self_attn_padding_mask is None:
+                self_attn_padding_mask = x.new_zeros(x.size(1), x.size(0), dtype=torch.bool)
+            return self.compiler.compiled(Tree2SeqDecoderLayer.forward_train)(
+                self, x.contiguous(), encoder_out, encoder_padding_mask, self_attn_mask, self_attn_padding_mask,
+                need_attn or need_head_weights, need_head_weights)
+        return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
+                               prev_attn_state, self_attn_mask, self_attn_padding_mask, need_attn, need_head_weights)
+
+    def forward_train(self, x: Tensor, encoder_out: Optional[Tensor], encoder_padding_mask: Optional[Tensor],
+                      self_attn_mask: Optional[Tensor], self_attn_padding_mask: Optional[Tensor], need_attn: bool,
+                      need_head_weights: bool):
+        """fairseq's ``TransformerDecoderLayerBase.forward`` without incremental state (the train step; the graph
+        ``--tree-compile`` compiles): fairseq's reads each attention's ``_incremental_state_id`` (a string per
+        layer) even then, which would make one graph per layer. x [T, B, C] -> (x [T, B, C], attention or None,
+        None)."""
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, attn = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
+                                 need_weights=False, attn_mask=self_attn_mask)
+        if self.c_attn is not None:
+            T, B = x.size(0), x.size(1)
+            x = torch.einsum("tbhd,h->tbhd", x.view(T, B, self.nh, self.head_dim), self.c_attn)
+            x = x.reshape(T, B, self.embed_dim)
+        if self.attn_ln is not None:
+            x = self.attn_ln(x)
+        x = self.residual_connection(self.dropout_module(x), residual)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        if self.encoder_attn is not None and encoder_out is not None:
+            residual = x
+            if self.normalize_before:
+                x = self.encoder_attn_layer_norm(x)
+            x, attn = self.encoder_attn(query=x, key=encoder_out, value=encoder_out,
+                                        key_padding_mask=encoder_padding_mask, need_weights=need_attn,
+                                        need_head_weights=need_head_weights)
+            x = self.residual_connection(self.dropout_module(x), residual)
+            if not self.normalize_before:
+                x = self.encoder_attn_layer_norm(x)
+        residual = x
+        if self.normalize_before:
+            x = self.final_layer_norm(x)
+        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
+        if self.ffn_layernorm is not None:
+            x = self.ffn_layernorm(x)
+        x = self.dropout_module(self.fc2(x))
+        if self.w_resid is not None:
+            residual = torch.mul(self.w_resid, residual)
+        x = self.residual_connection(x, residual)
+        if not self.normalize_before:
+            x = self.final_layer_norm(x)
+        return x, attn, None
 
     def build_encoder_attention(self, embed_dim, cfg):
         attn = TreeMultiheadAttention(
@@ -316,14 +408,33 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
     def build_decoder(cls, cfg: Tree2SeqConfig, tgt_dict, embed_tokens):
         return Tree2SeqDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        compiler = getattr(encoder, "compiler", None)  # --tree-compile: the decoder's layers share the encoder's
+        for layer in getattr(decoder, "layers", []):
+            if isinstance(layer, Tree2SeqDecoderLayer):
+                layer.compiler = compiler
+
     def forward(self, src_tokens, src_lengths, prev_output_tokens, src_nodes=None, src_spans=None,
                 return_all_hiddens: bool = True, features_only: bool = False,
                 alignment_layer: Optional[int] = None, alignment_heads: Optional[int] = None):
+        """fairseq's forward. In training with ``--tree-compile``, the batch is first padded to the buckets
+        (:meth:`LayerCompiler.pad_batch`) and the decoder output cut back to the target length."""
+        T = prev_output_tokens.size(1)
+        if self.encoder.compiling and src_nodes is not None and src_spans is not None:
+            src_tokens, src_nodes, src_spans, prev_output_tokens = self.encoder.compiler.pad_batch(
+                src_tokens, src_nodes, src_spans, prev_output_tokens, self.encoder.padding_idx,
+                self.encoder.label_padding_idx, self.decoder.padding_idx)
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, src_nodes=src_nodes, src_spans=src_spans,
                                    return_all_hiddens=return_all_hiddens)
-        return self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                            alignment_layer=alignment_layer, alignment_heads=alignment_heads,
-                            src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        if x.size(1) != T:
+            x = x[:, :T]
+            if extra.get("attn") and extra["attn"][0] is not None:
+                extra["attn"] = [extra["attn"][0][:, :T]]
+        return x, extra
 
 
 # --------------------------------------------------------------------------------------------------

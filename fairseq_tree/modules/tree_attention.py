@@ -122,7 +122,9 @@ class TreeMultiheadAttention(nn.Module):
         or None). Every row of the mask must see a key: TreeStructure's masks guarantee it (a padded query sees
         itself; a sentence has a leaf), so no softmax row is empty and nothing is NaN."""
         p = self.dropout if self.training else 0.0
-        if need_weights:
+        if need_weights or torch.compiler.is_compiling():
+            # written out inside a compiled graph (--tree-compile): inductor fuses it, and its lowering of
+            # scaled_dot_product_attention fails on symbolic sizes (torch 2.13: ValueRangeError)
             scores = torch.matmul(q * self.scaling, k.transpose(-1, -2)) + bias
             probs = F.softmax(scores, dim=-1, dtype=compute_dtype(q.dtype)).type_as(q)
             out = torch.matmul(F.dropout(probs, p=p, training=self.training), v)
@@ -142,6 +144,25 @@ class TreeMultiheadAttention(nn.Module):
         if probs is None:
             return None
         return probs.transpose(0, 1) if need_head_weights else probs.mean(1)
+
+    def prepare(self, tree: TreeStructure, dtypes) -> None:
+        """Build the per-batch tensors this module's :meth:`forward_self` and :meth:`encoder_kv` read from ``tree``
+        (in each of ``dtypes``: the states' and the attention's, e.g. autocast's), so that a compiled layer finds
+        them in the tree's cache (``--tree-compile``: built once per batch, outside the graphs)."""
+        acc = self.accumulation
+        tree.leaf_pad_mask, tree.pad_mask  # noqa: B018 (cached properties)
+        for dtype in dtypes:
+            cd = compute_dtype(dtype)
+            tree.real_positions(dtype)
+            tree.attn_bias("self" if self.subtree_mask else "full", dtype)
+            tree.attn_bias("cross", dtype)
+            tree.accumulation_operands(cd)
+            tree.mean_weights(acc.count_leaf_in_mean, cd)
+            if acc.hier_embed:
+                tree.pair_weights(acc.count_leaf_in_mean, cd)
+                tree.pair_bucket("vertical_path" if acc.vertical_index == "path" else "vertical_depth",
+                                 acc.max_vertical)
+                tree.pair_bucket("horizontal", acc.max_horizontal)
 
     # ------------------------------------------------------------------ modes
     def forward(self, *args, **kwargs):

@@ -92,6 +92,7 @@ class TreeStructure:
         max_horizontal: int = DEFAULT_MAX_INDEX,
         max_vertical: int = DEFAULT_MAX_INDEX,
         num_leaves: Optional[int] = None,
+        pair_multiple: int = 1,
     ) -> "TreeStructure":
         """Build the structure of a batch.
 
@@ -100,6 +101,8 @@ class TreeStructure:
             node_pad_mask: [B, M] bool, True = padding (fairseq convention); None = no padding.
             leaf_pad_mask: [B, N] bool, True = padding; None = no padding (then ``num_leaves`` gives N).
             max_horizontal, max_vertical: clamps of the hierarchical-embedding indices (|E|).
+            pair_multiple: Np (the pair slots) rounded up to a multiple of it (``--tree-compile``'s buckets; the
+                extra slots are padded pairs).
         """
         if spans.dim() != 3 or spans.size(-1) != 2:
             raise ValueError(f"spans must be [B, M, 2], got {tuple(spans.shape)}")
@@ -141,6 +144,8 @@ class TreeStructure:
         flat = A_b.reshape(B, M * N)
         counts = flat.sum(-1)
         Np = int(counts.max()) if flat.numel() else 0
+        if pair_multiple > 1:
+            Np = max(pair_multiple, -(-Np // pair_multiple) * pair_multiple)
         pos = flat.long().cumsum(-1) - 1
         bi, fi = flat.nonzero(as_tuple=True)
         pi = pos[bi, fi]

@@ -5,17 +5,19 @@ size, on the same masked batches, in one run.
     python scripts/benchmarks/bench_induction.py [--quick] [--size small|base|tiny] [--device cpu|cuda]
 
 For each sentence length n (8..128 words, ``<s> w.. </s>``, 15% of words masked): train-step time (forward +
-masked-LM loss + backward + Adam step, median of ``--steps``) at about ``--tokens`` tokens per batch, and peak
+masked-LM loss + backward + Adam step, median of ``--steps``) at about ``--tokens`` tokens per batch (the
+models alternated step by step: ``alternate.py``), and peak
 activation memory of one train step (the most tensor bytes alive at once: CUDA's allocator, CPU's profiler).
 Pairs: ``constituent_transformer{size}`` and ``structformer{size}``, each against ``mlm_transformer`` with its
 layers, d, heads, FFN and activation (``mlm_for_*``); dropout 0.1 everywhere. Ratios are model / baseline.
 The last line is ``key=value`` pairs at the longest length (``constituent_time_ratio=``,
-``structformer_time_ratio=``, ``structformer_memory_ratio=``, ``constituent_memory_ratio=``, ...).
+``structformer_time_ratio=``, ``structformer_memory_ratio=``, ``constituent_memory_ratio=``, ...; ``*_paired_ratio=``:
+the median of the per-round ratios, :func:`alternate.paired_ratio`).
 """
 
 import argparse
 import os
-import time
+import sys
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -23,6 +25,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch
 
 from fairseq_tree.utils.step_memory import peak_mb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alternate import alternate, paired_ratio, train_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,26 +84,20 @@ def make_batch(n: int, bsz: int, device: str, seed: int):
     return src.to(device), lengths.to(device), masked.to(device), target.to(device)
 
 
-def train_steps(model, batch, steps: int, device: str) -> float:
+def make_step(model, batch):
+    """One train step (forward, masked-LM loss, backward, Adam) as a function, for :func:`alternate.alternate`."""
     src, lengths, masked, target = batch
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    model.train()
-    times = []
-    for i in range(steps + 1):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
+
+    def loss():
         logits, _ = model(src, lengths, masked_tokens=masked)
-        loss = torch.nn.functional.cross_entropy(logits.float(), target)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        if i:  # the first step warms up
-            times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] if times else float("nan")
+        return torch.nn.functional.cross_entropy(logits.float(), target)
+    return train_step(model, loss)
+
+
+def train_steps(model, batch, steps: int, device: str) -> float:
+    """Median seconds of ``steps`` train steps of one model after a warm-up step (the memory children; timings
+    alternate the models)."""
+    return alternate({"m": make_step(model, batch)}, steps, device)["m"]["median"]
 
 
 def peak_memory_mb(name, size, n, bsz, device) -> float:
@@ -117,6 +116,7 @@ def main():
     ap.add_argument("--lengths", default=None, help="comma-separated sentence lengths (default 8,16,32,64,128)")
     ap.add_argument("--tokens", type=int, default=None, help="tokens per batch (default 4096; quick 1024)")
     ap.add_argument("--steps", type=int, default=None, help="timed train steps per length (median reported)")
+    ap.add_argument("--raw", action="store_true", help="print every timed step")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = ap.parse_args()
@@ -135,13 +135,18 @@ def main():
     for n in lengths:
         bsz = max(1, tokens // (n + 2))
         batch = make_batch(n, bsz, args.device, seed=0)
-        t = {k: train_steps(m, batch, steps, args.device) for k, m in models.items()}
+        timed = alternate({k: make_step(m, batch) for k, m in models.items()}, steps, args.device)
+        t = {k: r["median"] for k, r in timed.items()}
+        if args.raw:
+            print(f"  n = {n} step times (ms, alternated): " + "; ".join(
+                f"{k} " + " ".join(f"{x * 1e3:.1f}" for x in r["times"]) for k, r in timed.items()))
         skip = args.no_memory or (args.quick and n != lengths[-1])  # quick: memory at the longest length only
         mem = {k: (float("nan") if skip else peak_memory_mb(k, size, n, bsz, args.device)) for k in names}
         row = dict(n=n, bsz=bsz, t=t, mem=mem)
         cells = []
         for key, (model, base) in PAIRS.items():
             row[f"{key}_time_ratio"] = t[model] / t[base]
+            row[f"{key}_paired_ratio"] = paired_ratio(timed, model, base)
             row[f"{key}_memory_ratio"] = mem[model] / max(mem[base], 1e-6)
             cells.append(f"{t[model] * 1e3:8.1f} ms {row[f'{key}_time_ratio']:6.2f} {mem[model]:7.1f} "
                          f"{row[f'{key}_memory_ratio']:6.2f}")
@@ -152,6 +157,7 @@ def main():
     kv = dict(size=size, device=args.device, n=last["n"])
     for key in PAIRS:
         kv[f"{key}_time_ratio"] = round(last[f"{key}_time_ratio"], 3)
+        kv[f"{key}_paired_ratio"] = round(last[f"{key}_paired_ratio"], 3)
         kv[f"{key}_memory_ratio"] = round(last[f"{key}_memory_ratio"], 3)
         kv[f"{key}_mean_time_ratio"] = round(sum(r[f"{key}_time_ratio"] for r in rows) / len(rows), 3)
     print(" ".join(f"{k}={v}" for k, v in kv.items()))

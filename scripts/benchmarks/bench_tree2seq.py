@@ -15,7 +15,8 @@ Trees: ``random`` binary trees (m = n - 1, the worst case), or ``ptb``: real par
 (``../shared/data/ptb_sample/train.mrg``, or ``--ptb FILE``) with BPE subtrees (subword-nmt, 2,000 merges
 learned on its words), random trees that fit joined under a ``ROOT`` up to n leaves (0.9 n to n; m is about
 0.6 n, the demo's data-bin has 0.7 n). For each tree kind and source length n (8..256): train-step time
-(forward + backward + Adam step, median of ``--steps``) at about ``--tokens`` target tokens per batch, peak
+(forward + backward + Adam step, median of ``--steps``, the models alternated step by step:
+``alternate.py``) at about ``--tokens`` target tokens per batch, peak
 memory of one train step (the most tensor bytes alive at once: CUDA's allocator, CPU's profiler), then beam-5
 decoding speed, and the aten operators one train step dispatches (at the longest length: on a GPU that waits for
 the host, step time follows that count). Ratios are tree2seq / baseline. The last line is ``key=value`` pairs at
@@ -27,6 +28,7 @@ the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same
 import argparse
 import functools
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +39,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch
 
 from fairseq_tree.utils.step_memory import peak_mb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alternate import alternate, paired_ratio, train_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,9 +54,9 @@ def make_data_dir(path: Path, vocab: int, labels: int) -> None:
         f.writelines(f"L{i} 1\n" for i in range(labels))
 
 
-def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None):
-    """-> (task, model): tree2seq of ``arch``, or fairseq's transformer of its sizes; ``width`` overrides the
-    embedding width (FFN 2 x width), keeping the arch's layers and heads."""
+def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False):
+    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile`` if asked), or fairseq's transformer of its
+    sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's layers and heads."""
     from fairseq import options, tasks
 
     import fairseq_tree  # noqa: F401
@@ -62,7 +67,7 @@ def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = 
             common += [f"--{side}-embed-dim", str(width), f"--{side}-ffn-embed-dim", str(2 * width)]
     tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
     if kind == "tree2seq":
-        argv = tree_argv
+        argv = tree_argv + (["--tree-compile"] if tree_compile else [])
     else:  # fairseq's transformer with the tree2seq arch's sizes
         ref = options.parse_args_and_arch(options.get_training_parser(), tree_argv)
         sizes = []
@@ -191,26 +196,16 @@ def step_loss(model, net, tree, tgt, device: str, amp: str) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt)
 
 
-def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
-    """Median seconds of ``steps`` train steps (forward, backward, Adam) after one warm-up step. ``tree``: the
+def make_step(model, net, tree, tgt, device: str, amp: str = "fp32"):
+    """One train step (forward, loss, backward, Adam) as a function, for :func:`alternate.alternate`. ``tree``: the
     tree side for tree2seq (None for a transformer)."""
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    model.train()
-    times = []
-    for i in range(steps + 1):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        loss = step_loss(model, net, tree, tgt, device, amp)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        if i:  # the first step warms up
-            times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] if times else float("nan")
+    return train_step(model, lambda: step_loss(model, net, tree, tgt, device, amp))
+
+
+def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
+    """Median seconds of ``steps`` train steps of one model after one warm-up step (the memory children and the
+    profiler; timings alternate the models: :func:`alternate.alternate`)."""
+    return alternate({"m": make_step(model, net, tree, tgt, device, amp)}, steps, device)["m"]["median"]
 
 
 KINDS = {"tree2seq": "tree2seq", "tf": "transformer", "pm": "transformer"}  # run -> model
@@ -281,7 +276,14 @@ def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float
     return net["src_tokens"].size(0) / (time.perf_counter() - t0)
 
 
-def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels, device, amp, codes, ptb, quick):
+def tree_compiler(models):
+    """tree2seq's LayerCompiler (``--tree-compile``), or None."""
+    model = models["tree2seq"][1]
+    return getattr(getattr(model, "model", model).encoder, "compiler", None)
+
+
+def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels, device, amp, codes, ptb, quick,
+                no_memory=False, raw=False, no_decode=False):
     """One tree kind: a table per length and the decoding line; returns the rows and decoding speeds."""
     print(f"\n== {kind} trees ({'m = n - 1' if kind == 'random' else 'PTB sample + BPE subtrees'})")
     print(f"{'n':>5} {'m/n':>5} {'bsz':>4} | {'step ms: tree':>13} {'tf':>7} {'pm':>7} {'/tf':>5} {'/pm':>5} | "
@@ -289,17 +291,26 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
     rows = []
     warm = batch_from_spec([str(data), arch, lengths[0], max(1, tokens // lengths[0]), vocab, labels, 9,
                             str(codes) if kind == "ptb" else None, str(ptb)], device)
-    for run in KINDS:  # first calls pay for lazy initialisation: not part of any timing
-        train_steps(models[KINDS[run]][1], *run_inputs(run, warm), warm[3], 2, device, amp)
+    # first calls pay for lazy initialisation (and compilation): not part of any median, reported apart
+    first = alternate({run: make_step(models[KINDS[run]][1], *run_inputs(run, warm), warm[3], device, amp)
+                       for run in KINDS}, 2, device)
+    print("first step (s, lazy initialisation and compilation): "
+          + ", ".join(f"{run} {r['first']:.2f}" for run, r in first.items()))
     for n in lengths:
         bsz = max(1, tokens // n)
         spec = [str(data), arch, n, bsz, vocab, labels, 0, str(codes) if kind == "ptb" else None, str(ptb)]
         batch = batch_from_spec(spec, device)
         m_over_n = batch[1]["src_spans"].size(1) and float(
             (batch[1]["src_nodes"] != 1).sum() / (batch[0]["src_tokens"] != 1).sum())
-        t = {run: train_steps(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], steps, device, amp)
-             for run in KINDS}
-        mem = {run: peak_memory_mb(run, batch, device, amp, models) for run in KINDS}
+        timed = alternate({run: make_step(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], device, amp)
+                           for run in KINDS}, steps, device)
+        t = {run: r["median"] for run, r in timed.items()}
+        if raw:
+            print(f"  n = {n} step times (ms, alternated): " + "; ".join(
+                f"{run} " + " ".join(f"{x * 1e3:.1f}" for x in r["times"]) for run, r in timed.items()))
+            print(f"  n = {n} paired ratios (median of per-round ratios): "
+                  f"/tf {paired_ratio(timed, 'tree2seq', 'tf'):.3f} /pm {paired_ratio(timed, 'tree2seq', 'pm'):.3f}")
+        mem = {run: (float("nan") if no_memory else peak_memory_mb(run, batch, device, amp, models)) for run in KINDS}
         row = dict(n=n, bsz=bsz, m_over_n=m_over_n, t=t, mem=mem,
                    time_ratio=t["tree2seq"] / t["tf"], time_ratio_pm=t["tree2seq"] / t["pm"],
                    memory_ratio=mem["tree2seq"] / max(mem["tf"], 1e-6),
@@ -310,9 +321,15 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
               f"{mem['tree2seq']:13.1f} {mem['tf']:7.1f} {mem['pm']:7.1f} {row['memory_ratio']:5.2f} "
               f"{row['memory_ratio_pm']:5.2f}")
     ops = {run: dispatched_ops(run, batch, device, amp, models) for run in KINDS}
+    compiler = tree_compiler(models)
+    if compiler is not None:
+        print(f"--tree-compile: {compiler.graphs} graphs compiled so far, {compiler.seconds:.1f} s in inductor "
+              "(forward graphs; backward compiled at the first backward, inside the first step)")
     print(f"dispatched aten operators per train step (forward + backward), n = {n}: tree2seq {ops['tree2seq']:,}, "
           f"same-size {ops['tf']:,}, positions-matched {ops['pm']:,}")
     rows[-1].update(ops_ratio=ops["tree2seq"] / ops["tf"], ops_ratio_pm=ops["tree2seq"] / ops["pm"])
+    if no_decode:
+        return rows, {run: float("nan") for run in KINDS}
     dn = 32 if quick else 64
     spec = [str(data), arch, dn, 16 if quick else 32, vocab, labels, 2, str(codes) if kind == "ptb" else None,
             str(ptb)]
@@ -371,6 +388,12 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
                          "memory children stay eager); the first step per shape pays the compilation")
+    ap.add_argument("--tree-compile", action="store_true",
+                    help="tree2seq with --tree-compile (its layers compiled, shapes bucketed); the transformer eager "
+                         "unless --compile")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
+    ap.add_argument("--no-decode", action="store_true", help="skip the beam-search measurement")
+    ap.add_argument("--raw", action="store_true", help="print every timed step")
     ap.add_argument("--width", type=int, default=None,
                     help="embedding width D (FFN 2D) of both models, the arch's layers and heads kept: with D = 32 and "
                          "short batches the arithmetic is negligible and the step is bound by the host, as a GPU step "
@@ -391,23 +414,28 @@ def main():
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
-        models = {k: build(k, data, arch, args.device, args.width) for k in ("tree2seq", "transformer")}
+        models = {k: build(k, data, arch, args.device, args.width, args.tree_compile)
+                  for k in ("tree2seq", "transformer")}
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
         if args.compile:
             models = {k: (task, Compiled(m)) for k, (task, m) in models.items()}
         at_width = f" at width {args.width}" if args.width else ""
         print(f"arch {arch}{at_width} on {args.device} ({args.amp}, threads {torch.get_num_threads()}"
-              f"{', torch.compile' if args.compile else ''}); parameters: "
+              f"{', torch.compile' if args.compile else ''}{', --tree-compile' if args.tree_compile else ''}); "
+              "parameters: "
               f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}; {tokens} target tokens")
         results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
-                                  args.amp, codes, args.ptb, args.quick) for k in kinds}
+                                  args.amp, codes, args.ptb, args.quick, args.no_memory, args.raw, args.no_decode)
+                   for k in kinds}
         if args.profile:
             profile_step(models, data, arch, lengths[-1], tokens, vocab, labels, args.device, args.amp, codes,
                          args.ptb, kinds[0])
     rows, dec = results[kinds[0]]
     last = rows[-1]
     mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731
+    compiler = tree_compiler(models)
     kv = dict(arch=arch, width=args.width or "arch", device=args.device, amp=args.amp, compile=int(args.compile),
+              tree_compile=int(args.tree_compile), graphs=compiler.graphs if compiler else 0,
               trees=kinds[0], n=last["n"],
               time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),
               time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),

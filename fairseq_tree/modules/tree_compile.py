@@ -1,0 +1,125 @@
+"""``--tree-compile``: tree2seq's train step with its encoder and decoder layers through ``torch.compile``.
+
+What is compiled: the forward of one encoder layer (:class:`~fairseq_tree.models.tree2seq_transformer.
+Tree2SeqEncoderLayer`: tree self-attention with the accumulation, the pair embeddings and the masks, and the FFN)
+and of one decoder layer (fairseq's ``TransformerDecoderLayerBase.forward`` with the tree cross-attention), in
+training only (validation, beam search and attention dumps run the eager layers: same parameters). The layers of
+a stack share one compiled graph (torch inlines the modules: their weights are graph inputs), and inductor fuses
+the many small operators a layer dispatches eagerly, which is what bounds a small model's step on a GPU (host
+dispatch) and on the CPU stand-in (``bench_tree2seq.py --width 32``).
+
+Shapes are bucketed so that a new batch does not mean a new graph: before the model runs, the leaves N, the nodes
+M, the target length T and the (node, leaf) pair count Np are padded up to a multiple of ``multiple``
+(:func:`round_up`; padding is invisible by construction, see :class:`~fairseq_tree.modules.tree_structure.
+TreeStructure`, so the results at real positions are the eager ones); the graphs are compiled with symbolic sizes
+(``dynamic=True``), which keeps the count of graphs bounded by the code's branches (training or not, a padding
+mask or not, batch size 1 or more) instead of by the batches' shapes. Every tensor that depends on the batch only
+(masks as additive biases, the accumulation operands, the pair weights and embedding rows) is built once per batch
+before the layers run (:meth:`TreeMultiheadAttention.prepare`), outside the graphs, as in the eager path.
+
+The compiled callables and their counters live on a :class:`LayerCompiler` per model (never global):
+``graphs`` (graphs compiled, forward and backward counted once: the recompile count) and ``seconds`` (time spent
+in inductor). A deep copy or a pickle of the model gets a fresh, empty compiler.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch._dynamo import config as dynamo_config
+from torch.fx.experimental import _config as fx_config
+
+#: the default bucket: N, M, T and Np are padded up to multiples of it
+DEFAULT_MULTIPLE = 8
+#: graphs per compiled function before torch falls back to eager (torch's default, 8, is per code object)
+RECOMPILE_LIMIT = 256
+
+
+def round_up(n: int, multiple: int) -> int:
+    """The bucket of a size: ``n`` rounded up to a multiple of ``multiple``, at least ``multiple`` (so that no size
+    is 0 or 1, which torch.compile would specialise on)."""
+    return max(multiple, -(-n // multiple) * multiple)
+
+
+def pad_to(x: Tensor, dim: int, size: int, value) -> Tensor:
+    """``x`` padded with ``value`` at the end of ``dim`` up to ``size`` (``x`` itself when already that size)."""
+    extra = size - x.size(dim)
+    if extra <= 0:
+        return x
+    pad = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, extra]
+    return F.pad(x, pad, value=value)
+
+
+class LayerCompiler:
+    """The compiled layer forwards of one model, and their counters.
+
+    Args:
+        multiple: the bucket (N, M, T, Np padded up to multiples of it).
+        dynamic: passed to ``torch.compile`` (True: symbolic sizes, one graph for every bucket).
+    """
+
+    def __init__(self, multiple: int = DEFAULT_MULTIPLE, dynamic: bool = True):
+        self.multiple = multiple
+        self.dynamic = dynamic
+        self.graphs = 0
+        self.seconds = 0.0
+        self._fns = {}
+
+    def __deepcopy__(self, memo):
+        return LayerCompiler(self.multiple, self.dynamic)
+
+    def __getstate__(self):
+        return {"multiple": self.multiple, "dynamic": self.dynamic}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
+    def _backend(self, gm, example_inputs):
+        """inductor, counting the graphs it compiles and the time it takes."""
+        from torch._inductor.compile_fx import compile_fx
+
+        t0 = time.perf_counter()
+        self.graphs += 1
+        try:
+            return compile_fx(gm, example_inputs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def compiled(self, fn):
+        """``torch.compile(fn)`` with this compiler's backend and ``dynamic``, built once per function. Called
+        without duck sizing: sizes that happen to be equal in the first batch (N' = M', or N' + M' = the width C)
+        would otherwise share one symbol, and the width's constant would specialise the graph to that batch."""
+        if fn not in self._fns:
+            compiled = torch.compile(fn, backend=self._backend, dynamic=self.dynamic)
+
+            @functools.wraps(fn)
+            def call(*args, **kwargs):
+                with fx_config.patch(use_duck_shape=False), dynamo_config.patch(recompile_limit=RECOMPILE_LIMIT):
+                    return compiled(*args, **kwargs)
+            self._fns[fn] = call
+        return self._fns[fn]
+
+    def bucket(self, n: int) -> int:
+        return round_up(n, self.multiple)
+
+    def pad_batch(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor, prev_output_tokens: Tensor,
+                  pad: int, label_pad: int, tgt_pad: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The train batch padded to the buckets: src_tokens [B, N] -> [B, N'], src_nodes [B, M] -> [B, M'],
+        src_spans [B, M, 2] -> [B, M', 2] (padded nodes' spans are ignored), prev_output_tokens [B, T] -> [B, T']
+        (padded at the end: the causal mask hides them from the real positions)."""
+        return (pad_to(src_tokens, 1, self.bucket(src_tokens.size(1)), pad),
+                pad_to(src_nodes, 1, self.bucket(src_nodes.size(1)), label_pad),
+                pad_to(src_spans, 1, self.bucket(src_spans.size(1)), 0),
+                pad_to(prev_output_tokens, 1, self.bucket(prev_output_tokens.size(1)), tgt_pad))
+
+
+def compiler_for(cfg) -> Optional[LayerCompiler]:
+    """The model's :class:`LayerCompiler` for a config with ``--tree-compile`` (None without it)."""
+    if not getattr(cfg, "tree_compile", False):
+        return None
+    return LayerCompiler(getattr(cfg, "tree_compile_multiple", None) or DEFAULT_MULTIPLE)
