@@ -39,11 +39,18 @@ def resolve_folder(model_name_or_path: str, checkpoint_file: Optional[str],
     path = os.path.join(model_name_or_path, name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such checkpoint")
+    return path, resolve_data(model_name_or_path, data_name_or_path)
+
+
+def resolve_data(model_name_or_path: str, data_name_or_path: Optional[str]) -> Optional[str]:
+    """The data directory of a model folder: ``data_name_or_path`` (fairseq's rule: relative to the model
+    directory when it starts with ``.``), else the folder itself when exported, else None (the checkpoint's own)."""
     if data_name_or_path is None:
-        return path, (os.path.abspath(model_name_or_path) if exported else None)
+        exported = os.path.exists(os.path.join(model_name_or_path, MODEL_CARD))
+        return os.path.abspath(model_name_or_path) if exported else None
     if data_name_or_path.startswith("."):
-        return path, os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
-    return path, data_name_or_path
+        return os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
+    return data_name_or_path
 
 
 def model_card(folder: str) -> dict:
@@ -149,4 +156,4 @@ def _atomic_save(state: dict, path: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["MODEL_CARD", "MODEL_FILE", "PARSER_DIR", "export", "model_card", "resolve_folder"]
+__all__ = ["MODEL_CARD", "MODEL_FILE", "PARSER_DIR", "export", "model_card", "resolve_data", "resolve_folder"]

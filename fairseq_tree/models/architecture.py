@@ -3,6 +3,8 @@ encoder model without a task (benchmarks, notebooks, tests)."""
 
 import argparse
 
+from fairseq_tree.inference.checkpoint import RUNNERS
+
 
 def set_default(args, name: str, value) -> None:
     """Set ``args.name`` to ``value`` unless the user (or a more specific preset) already set it."""
@@ -10,19 +12,13 @@ def set_default(args, name: str, value) -> None:
         setattr(args, name, value)
 
 
-#: what runs each task's models, for the message of a model built under the wrong task
-_RUNS = {"tree_translation": "fairseq-train / fairseq-generate / fairseq-interactive DATA --task tree_translation",
-         "tree_classification": "fairseq-train --task tree_classification; fairseq-tree-classify --path CKPT",
-         "constituency_parsing": "fairseq-train --task constituency_parsing; fairseq-tree-parse --path CKPT",
-         "tree_induction": "fairseq-train --task tree_induction; fairseq-tree-induce --path CKPT"}
-
-
 def require_task(model: str, task, needs: str, task_name: str) -> None:
     """ValueError unless ``task`` has the attribute ``needs`` that ``model`` is built from (a tree2seq model under
     fairseq's ``translation`` task, a parser under fairseq-generate): names the task and what runs it."""
     if not hasattr(task, needs):
         raise ValueError(f"{model} models need the {task_name!r} task, not {type(task).__name__}: run "
-                         f"{_RUNS[task_name]} (with --user-dir $(fairseq-tree-user-dir))")
+                         f"fairseq-train --task {task_name}; its checkpoints run with {RUNNERS[task_name][0]} "
+                         "(with --user-dir $(fairseq-tree-user-dir))")
 
 
 def build_standalone_model(model_cls, encoder_cls, dictionary, arch: str, overrides: dict):

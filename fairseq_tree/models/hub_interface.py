@@ -41,7 +41,7 @@ from torch import nn
 
 from fairseq_tree.inference.checkpoint import load_checkpoint
 from fairseq_tree.inference.classify import Classifier, examples_from_texts
-from fairseq_tree.inference.export import PARSER_DIR, model_card, resolve_folder
+from fairseq_tree.inference.export import PARSER_DIR, model_card, resolve_data, resolve_folder
 from fairseq_tree.inference.induce import induce_all, load
 from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.inference.results import Classification, InducedStructure, Translation
@@ -58,18 +58,7 @@ def checkpoint_path(model_name_or_path: str, checkpoint_file: Optional[str] = No
     return resolve_folder(model_name_or_path, checkpoint_file, None)[0]
 
 
-def data_path(model_name_or_path: str, data_name_or_path: Optional[str]) -> Optional[str]:
-    """fairseq's rule: a path starting with '.' is relative to the model directory (None: the exported folder,
-    or the checkpoint's own)."""
-    if data_name_or_path is None:
-        return resolve_folder(model_name_or_path, None, None)[1] if _exported(model_name_or_path) else None
-    if data_name_or_path.startswith("."):
-        return os.path.abspath(os.path.join(model_name_or_path, data_name_or_path))
-    return data_name_or_path
-
-
-def _exported(folder: str) -> bool:
-    return bool(model_card(folder))
+data_path = resolve_data  # (the hub's name of it, kept)
 
 
 def _as_list(sentences: Sentences):

@@ -16,7 +16,7 @@ the content (word + tag + characters), before the LayerNorm, where the paper's "
 pretrained vector + the tag embedding: the paper's "sum of word and part-of-speech embeddings" with XLNet as the
 word embedding, and the authors' best script (word embeddings off, tags on). Pooling: the first subword by
 default (the issue's choice); the authors' code takes the last one (``--pretrained-pooling last``, see
-``../shared/notes/reference_code_notes.md``, section 3a). ``--pretrained-lr`` gives the encoder its own learning
+docs/lal.md, from the notes on the authors' code). ``--pretrained-lr`` gives the encoder its own learning
 rate (the task's ``optimizer_step``), ``--pretrained-freeze`` freezes it.
 
 Then ``--encoder-layers`` partitioned self-attention layers (Kitaev & Klein) and one Label Attention Layer
