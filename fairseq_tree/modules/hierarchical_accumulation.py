@@ -22,6 +22,7 @@ pair's vertical row is depth(t_p): the same formula.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Dict
 
 import torch
@@ -40,6 +41,13 @@ VARIANTS: Dict[str, dict] = {
     "paper": dict(vertical_index="path", count_leaf_in_mean=True, leaf_weights="vector"),
     "code": dict(vertical_index="depth", count_leaf_in_mean=False, leaf_weights="per_head"),
 }
+
+
+def autocast_off(t: Tensor):
+    """A region with autocast off on ``t``'s device (structure arithmetic in fp32 under ``--amp``), or a plain
+    context where autocast is not on (entering autocast's costs host time in every layer of a host-bound step)."""
+    dev = t.device.type
+    return torch.autocast(dev, enabled=False) if torch.is_autocast_enabled(dev) else contextlib.nullcontext()
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -132,7 +140,8 @@ class HierarchicalAccumulation(nn.Module):
         """
         cd = compute_dtype(leaves.dtype)
         bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)
-        return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).permute(1, 2, 0)
+        with autocast_off(leaves):  # autocast would run the linear in half
+            return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).permute(1, 2, 0)
 
     def forward(self, leaf_values: Tensor, node_values: Tensor, weights: Tensor,
                 tree: TreeStructure) -> Tensor:
@@ -158,8 +167,13 @@ class HierarchicalAccumulation(nn.Module):
             tree: the batch structure.
         Returns:
             [B, H, M, dh] in the dtype of ``values``; 0 on padded nodes. Padded leaves and nodes never contribute
-            (their values are zeroed first, so even NaN padding cannot leak).
+            (their values are zeroed first, so even NaN padding cannot leak). Computed in fp32 for half inputs,
+            with autocast off (it would run the matmuls in half).
         """
+        with autocast_off(values):
+            return self._accumulate(values, weights, tree)
+
+    def _accumulate(self, values: Tensor, weights: Tensor, tree: TreeStructure) -> Tensor:
         dtype = values.dtype
         cd = compute_dtype(dtype)
         B, H, L, dh = values.shape
@@ -237,7 +251,7 @@ class PairEmbeddingSum(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         w_pairs, pw, iv, ih, ev, eh = ctx.saved_tensors
-        g = torch.matmul(pw.transpose(1, 2).unsqueeze(1), grad)  # [B, Hw, Np, dh]: d loss / d (w_p e_p)
+        g = torch.matmul(pw.transpose(1, 2).unsqueeze(1), grad.to(pw.dtype))  # [B, Hw, Np, dh]: d loss / d (w_p e_p)
         grad_w = grad_ev = grad_eh = None
         if ctx.needs_input_grad[0]:
             grad_w = (g * PairEmbeddingSum._rows(iv, ih, ev, eh).unsqueeze(1)).sum(-1)

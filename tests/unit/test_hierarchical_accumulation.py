@@ -104,6 +104,43 @@ def test_fp16_computes_in_fp32():
     assert torch.allclose(out.float(), ref, atol=0.05, rtol=0.02)
 
 
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_autocast_runs_the_accumulation_in_fp32(variant):
+    """Under bf16 autocast (--amp, and the GPU's --bf16 --amp), with fp32 parameters: the leaf weights, the
+    accumulation and the pair-embedding term run in fp32 (autocast would run their matmuls in bf16) and their
+    backward runs (it used to fail: a bf16 gradient met fp32 pair weights). Same inputs, as bf16-rounded
+    projections give them, against the same module without autocast: the forward at bf16 rounding of the output,
+    the gradients of the weights' projection and both embedding tables at fp32 rounding."""
+    rng = random.Random(11)
+    trees = [random_tree(rng, 9, 3), random_tree(rng, 6), random_tree(rng, 1)]
+    spans, node_pad, leaf_pad, _, _ = collate(trees, rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    mod = make_module(variant, 8, 2, 6, dtype=torch.float32)
+    B, N, M = len(trees), leaf_pad.size(1), node_pad.size(1)
+    g = torch.Generator().manual_seed(3)
+    leaves = torch.randn(N, B, 6, generator=g)
+    values = torch.randn(B, 2, N + M, 8, generator=g).to(torch.bfloat16)  # a projection's output under autocast
+    probe = torch.randn(B, 2, M, 8, generator=g).to(torch.bfloat16)
+
+    def run(autocast):
+        mod.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            w = mod.compute_weights(leaves)
+            out = mod.accumulate(values if autocast else values.float(), w, tree)
+        (out.float() * probe.float()).sum().backward()
+        grads = [p.grad.clone() for p in (mod.weight_proj.weight, mod.vertical_embed.weight,
+                                          mod.horizontal_embed.weight)]
+        return w, out, grads
+
+    w_ref, out_ref, grads_ref = run(False)
+    w, out, grads = run(True)
+    assert w.dtype == torch.float32 and out.dtype == torch.bfloat16
+    torch.testing.assert_close(w, w_ref, rtol=1e-6, atol=1e-6)  # a bf16 linear is off by ~1e-2
+    torch.testing.assert_close(out, out_ref.to(torch.bfloat16), rtol=0.01, atol=1e-6)
+    for a, b in zip(grads, grads_ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------------------- (c) gradients
 @pytest.mark.parametrize("variant", ["paper", "code"])
 def test_gradients_reach_parameters(variant):

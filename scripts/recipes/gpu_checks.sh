@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The GPU checks of a short lease (../shared/notes/gpu_checklist.md), offline, each phase under one deadline, a
+# log per phase in OUTDIR. Needs the bundle of scripts/recipes/gpu_bundle.sh in BUNDLE (default .gpu) and a CUDA
+# torch as python3. Seen on an H200 (torch 2.11, 2026-11-26): install 50 s, an eager bench row 25-30 s, the
+# CUDA tests over 170 s (the tiny models of every family are trained first), parse throughput 30 s.
+#
+#   bash scripts/recipes/gpu_checks.sh OUTDIR
+#   env: BUDGET=560 (s, all phases)  PHASES="install bench tests compiled parse anchor"  BUNDLE=.gpu
+#        ROWS="fp16:8192 bf16:8192 fp16:4096 bf16:4096" (bench rows: autocast dtype : target tokens)
+set -u
+OUTDIR=${1:?OUTDIR}; mkdir -p "$OUTDIR"
+REPO=$(cd "$(dirname "$0")/../.." && pwd); cd "$REPO"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$REPO  # the plugin also where its editable install fails
+BUNDLE=${BUNDLE:-.gpu}; BUDGET=${BUDGET:-560}; PHASES=${PHASES:-install bench tests compiled parse anchor}
+ROWS=${ROWS:-fp16:8192 bf16:8192 fp16:4096 bf16:4096}
+T0=$(date +%s); PY=python3
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+lim() {  # lim SECS cmd...: run under min(SECS, time left - 5), say how it ended
+  local s=$1; shift; local l; l=$(( $(left) - 5 )); [ "$l" -lt "$s" ] && s=$l
+  if [ "$s" -le 10 ]; then echo "SKIPPED (no time): $*"; return 0; fi
+  echo "### $(date -u +%T) [limit ${s}s] $*"; local t; t=$(date +%s)
+  timeout "$s" "$@"; local rc=$?; echo "### rc=$rc in $(( $(date +%s) - t ))s"
+}
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+quiet() { grep -v -e "^DEBUG:" -e "UserWarning: Support for mismatched" -e "key_padding_mask = _canonical_mask"; }
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  $PY -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  nproc; } > "$OUTDIR/env.txt" 2>&1
+if has install; then
+  { $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$BUNDLE"/whl/*.whl
+    (cd "$BUNDLE/fairseq_src" && env -u CUDA_HOME $PY -m pip install -q --no-deps --no-build-isolation --no-cache-dir .)
+    $PY -m pip install -q --no-deps --no-build-isolation --no-cache-dir -e .
+    [ -d ../shared/data ] || { mkdir -p ../shared && cp -r "$BUNDLE/shared/data" ../shared/; }
+    $PY -c "import fairseq, fairseq_tree, fairseq.data.data_utils_fast; print('fairseq', fairseq.__version__)"
+    echo "install: $(( $(date +%s) - T0 )) s"; } > "$OUTDIR/install.log" 2>&1
+fi
+B=(scripts/benchmarks/bench_tree2seq.py --device cuda --trees ptb --steps 15 --no-decode)
+if has bench; then
+  for row in $ROWS; do lim 60 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}"; done 2>&1 \
+    | quiet > "$OUTDIR/bench.log"
+fi
+if has tests; then
+  lim 300 $PY -m pytest -q -p no:cacheprovider -n 6 --dist load -rA tests/integration/test_cuda.py \
+    tests/integration/test_parse_batching.py -k cuda 2>&1 | quiet > "$OUTDIR/tests.log"
+fi
+if has compiled; then
+  for amp in fp16 bf16; do lim 200 $PY "${B[@]}" --lengths 64 --amp $amp --tokens 8192 --tree-compile; done 2>&1 \
+    | quiet > "$OUTDIR/bench_compiled.log"
+fi
+if has parse; then
+  lim 60 $PY scripts/benchmarks/bench_parse_backends.py --device cuda --backends lal,induced --corpus ptb \
+    --sentences 1000 2>&1 | quiet > "$OUTDIR/parse.log"
+fi
+if has anchor && [ -d "$BUNDLE/anchor_bin" ]; then
+  {  # Multi30k anchor (issue 30): the recipe's transformer row, its updates/s alone, then six runs at once
+    for s in 1 2 3 4 5 6; do mkdir -p /tmp/aw$s/data-bin /tmp/aw$s/text/en-de; touch /tmp/aw$s/text/en-de/.done
+      rm -rf /tmp/aw$s/data-bin/en-de; cp -r "$BUNDLE/anchor_bin" /tmp/aw$s/data-bin/en-de; touch /tmp/aw$s/data-bin/en-de/.done; done
+    for_secs() {  # SECS SEED...: the runs, stopped (whole process groups) after SECS
+      local secs=$1; shift; local pids=()
+      for s in "$@"; do rm -rf /tmp/aw$s/ckpt; RUNS=transformer SEEDS=$s DEVICE=cuda setsid \
+        scripts/recipes/multi30k_anchor.sh /tmp/aw$s > /tmp/aw$s.log 2>&1 & pids+=($!); done
+      sleep "$secs"; for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 1
+      echo "== seeds $* for ${secs}s"
+      for s in "$@"; do grep train_inner /tmp/aw$s/ckpt/de/transformer_s$s/train.log | tail -1; done
+    }
+    solo=$(( ($(left) - 10) / 3 )); [ $solo -gt 45 ] && solo=45
+    if [ $solo -gt 15 ]; then for_secs $solo 1; for_secs $(( $(left) - 10 )) 1 2 3 4 5 6; fi
+  } > "$OUTDIR/anchor_probe.log" 2>&1
+fi
+echo "done in $(( $(date +%s) - T0 )) s; logs in $OUTDIR"
