@@ -34,9 +34,11 @@ def train(data, save, *args):
 FAMILIES = ("lal", "lal_notags", "tree2seq", "classifier", "structformer")
 
 
-def build_models(d, families=FAMILIES):
+def build_models(d, families=FAMILIES, train_models=True):
     """Tiny checkpoints of every family in ``d`` (or of ``families`` only), each with its data-bin: lal (POS-tag
-    inputs), lal_notags, tree2seq, classifier, structformer -> {family: (checkpoint, data-bin), "dir": d}."""
+    inputs), lal_notags, tree2seq, classifier, structformer -> {family: (checkpoint, data-bin), "dir": d}.
+    ``train_models=False``: the data-bins only (checkpoint None), for tests that train their own."""
+    fit = train if train_models else (lambda data, save, *args: None)
     d.mkdir(parents=True, exist_ok=True)
     out = {}
     mrg = (PTB / "train.mrg").read_text(encoding="utf-8").splitlines()[:30]
@@ -48,46 +50,46 @@ def build_models(d, families=FAMILIES):
     lal = ["--task", "constituency_parsing", "--arch", "lal_parser_tiny", "--criterion", "span_hinge_dependency",
            "--optimizer", "adam", "--lr", "4e-3", "--batch-size", "10", "--max-epoch", "2"]
     if "lal" in families:
-        out["lal"] = (train(d / "lal_bin", d / "ck_lal", *lal), d / "lal_bin")
+        out["lal"] = (fit(d / "lal_bin", d / "ck_lal", *lal), d / "lal_bin")
     if "lal_notags" in families:
-        out["lal_notags"] = (train(d / "lal_bin", d / "ck_lal_nt", *lal, "--no-pos-tags"), d / "lal_bin")
+        out["lal_notags"] = (fit(d / "lal_bin", d / "ck_lal_nt", *lal, "--no-pos-tags"), d / "lal_bin")
     if "tree2seq" in families:
-        _tree2seq(d, out)
+        _tree2seq(d, out, fit)
     if "classifier" in families:
-        _classifier(d, out)
+        _classifier(d, out, fit)
     if "structformer" in families:
-        _structformer(d, out)
+        _structformer(d, out, fit)
     (d / "raw.txt").write_text("\n".join(RAW) + "\n", encoding="utf-8")
     (d / "empty.txt").write_text("", encoding="utf-8")
     out["dir"] = d
     return out
 
 
-def _tree2seq(d, out):
+def _tree2seq(d, out, fit=train):
     trees = (PTB / "valid.mrg").read_text(encoding="utf-8").splitlines()[:48]
     text = [t.lower() for t in (PTB / "valid.txt").read_text(encoding="utf-8").splitlines()[:48]]
     (d / "train.en").write_text("\n".join(trees) + "\n", encoding="utf-8")
     (d / "train.xx").write_text("\n".join(text) + "\n", encoding="utf-8")
     ok(BIN / "fairseq-tree-preprocess", "-s", "en", "-t", "xx", "--trainpref", d / "train", "--parser", "given",
        "--bpe-merges", "300", "--joined-dictionary", "--destdir", d / "t2s_bin")
-    out["tree2seq"] = (train(d / "t2s_bin", d / "ck_t2s", "--task", "tree_translation", "--arch", "tree2seq_tiny",
+    out["tree2seq"] = (fit(d / "t2s_bin", d / "ck_t2s", "--task", "tree_translation", "--arch", "tree2seq_tiny",
                              "--share-all-embeddings", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "2000",
                              "--max-update", "3"), d / "t2s_bin")
 
 
-def _classifier(d, out):
+def _classifier(d, out, fit=train):
     (d / "sst.txt").write_text("\n".join((SST / "train.txt").read_text(encoding="utf-8").splitlines()[:60]) + "\n",
                                encoding="utf-8")
     ok(BIN / "fairseq-tree-preprocess", "--task", "classification", "--labels", "nodes", "-s", "txt", "--trainpref",
        d / "sst", "--bpe-merges", "200", "--destdir", d / "sst_bin")
-    out["classifier"] = (train(d / "sst_bin", d / "ck_clf", "--task", "tree_classification", "--arch",
+    out["classifier"] = (fit(d / "sst_bin", d / "ck_clf", "--task", "tree_classification", "--arch",
                                "tree_classifier_tiny", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "2048",
                                "--max-update", "3"), d / "sst_bin")
 
 
-def _structformer(d, out):
+def _structformer(d, out, fit=train):
     ok(BIN / "fairseq-tree-induction-text", "--out", d / "ind.txt", "--treebank", d / "t.mrg")
     ok(BIN / "fairseq-preprocess", "--only-source", "--trainpref", d / "ind.txt", "--destdir", d / "ind_bin")
-    out["structformer"] = (train(d / "ind_bin", d / "ck_sf", "--task", "tree_induction", "--arch", "structformer_tiny",
+    out["structformer"] = (fit(d / "ind_bin", d / "ck_sf", "--task", "tree_induction", "--arch", "structformer_tiny",
                                  "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens",
                                  "1500", "--max-update", "3"), d / "ind_bin")

@@ -246,17 +246,28 @@ class PairEmbeddingSum(torch.autograd.Function):
     def forward(ctx, w_pairs, pw, iv, ih, ev, eh):
         ctx.save_for_backward(w_pairs, pw, iv, ih, ev, eh)
         e = PairEmbeddingSum._rows(iv, ih, ev, eh)
+        if w_pairs.size(1) == 1:  # one weight vector (the paper's): 3-D bmm, no broadcast views (host time)
+            return torch.bmm(pw, w_pairs.view(w_pairs.size(0), -1, 1) * e).unsqueeze(1)
         return torch.matmul(pw.unsqueeze(1), w_pairs.unsqueeze(-1) * e.unsqueeze(1))
 
     @staticmethod
     def backward(ctx, grad):
         w_pairs, pw, iv, ih, ev, eh = ctx.saved_tensors
-        g = torch.matmul(pw.transpose(1, 2).unsqueeze(1), grad.to(pw.dtype))  # [B, Hw, Np, dh]: d loss / d (w_p e_p)
+        grad = grad.to(pw.dtype)
+        one = w_pairs.size(1) == 1
+        if one:  # [B, Np, dh]: d loss / d (w_p e_p), as in forward
+            g = torch.bmm(pw.transpose(1, 2), grad.reshape(grad.size(0), grad.size(2), grad.size(3)))
+        else:  # [B, Hw, Np, dh]
+            g = torch.matmul(pw.transpose(1, 2).unsqueeze(1), grad)
         grad_w = grad_ev = grad_eh = None
         if ctx.needs_input_grad[0]:
-            grad_w = (g * PairEmbeddingSum._rows(iv, ih, ev, eh).unsqueeze(1)).sum(-1)
+            e = PairEmbeddingSum._rows(iv, ih, ev, eh)
+            grad_w = (g * e).sum(-1).unsqueeze(1) if one else (g * e.unsqueeze(1)).sum(-1)
         if ctx.needs_input_grad[4] or ctx.needs_input_grad[5]:
-            ge = (g * w_pairs.unsqueeze(-1)).sum(1)  # [B, Np, dh]
+            if one:
+                ge = g * w_pairs.view(w_pairs.size(0), -1, 1)
+            else:
+                ge = (g * w_pairs.unsqueeze(-1)).sum(1)  # [B, Np, dh]
             dv = ev.size(1)
             # F.embedding's own backward (rows summed per index), one kernel per table
             grad_ev = torch.ops.aten.embedding_dense_backward(ge[..., :dv], iv, ev.size(0), -1, False)

@@ -117,7 +117,7 @@ def tiny(tmp_path_factory):
     from tiny_models import build_models
 
     return build_models(tmp_path_factory.mktemp("cuda_models"), ("lal_notags", "tree2seq", "classifier",
-                                                                  "structformer"))
+                                                                  "structformer"), train_models=False)
 
 
 def train_cuda(data, save, precision, *args):

@@ -242,14 +242,15 @@ def test_reordered_tree_is_lazy_and_composes():
     assert r.materialize() is r.materialize()
 
 
-def test_pair_embedding_sum_gradients_match_finite_differences():
+@pytest.mark.parametrize("Hw", [1, 2])
+def test_pair_embedding_sum_gradients_match_finite_differences(Hw):
     """PairEmbeddingSum (the hierarchical-embedding term over (node, leaf) pairs, whose backward looks the
-    embedding rows up again instead of keeping them) against torch.autograd.gradcheck, float64, two heads,
-    repeated and padded (weight 0) pairs."""
+    embedding rows up again instead of keeping them) against torch.autograd.gradcheck, float64, one weight vector
+    (its 3-D path) and two heads, repeated and padded (weight 0) pairs."""
     from fairseq_tree.modules.hierarchical_accumulation import PairEmbeddingSum
 
     g = torch.Generator().manual_seed(0)
-    B, Hw, M, Np, Kv, Kh = 2, 2, 3, 5, 4, 3
+    B, M, Np, Kv, Kh = 2, 3, 5, 4, 3
     w_pairs = torch.randn(B, Hw, Np, generator=g, dtype=torch.float64, requires_grad=True)
     pw = torch.rand(B, M, Np, generator=g, dtype=torch.float64)
     pw[1, :, -1] = 0.0  # a padded pair
