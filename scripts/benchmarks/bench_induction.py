@@ -16,6 +16,7 @@ the median of the per-round ratios, :func:`alternate.paired_ratio`).
 """
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -120,6 +121,9 @@ def main():
     ap.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = ap.parse_args()
+    # importing fairseq sets the root logger to DEBUG: inductor's file locks and fairseq's INFO lines would bury
+    # the tables
+    logging.getLogger().setLevel(logging.WARNING)
     size = args.size or ("tiny" if args.quick else "small")
     lengths = [int(x) for x in (args.lengths or ("8,32,64" if args.quick else "8,16,32,64,128")).split(",")]
     tokens = args.tokens or (1024 if args.quick else 4096)

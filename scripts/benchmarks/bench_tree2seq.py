@@ -27,6 +27,7 @@ the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same
 
 import argparse
 import functools
+import logging
 import os
 import sys
 import tempfile
@@ -402,6 +403,9 @@ def main():
                     help="also print torch.profiler's table of one tree2seq train step at the longest length, and the "
                          "operators whose time grows most against the positions-matched transformer's step")
     args = ap.parse_args()
+    # importing fairseq sets the root logger to DEBUG: inductor's file locks and fairseq's INFO lines would bury
+    # the tables
+    logging.getLogger().setLevel(logging.WARNING)
     arch = args.arch or ("tree2seq_tiny" if args.quick else "tree2seq_iwslt_de_en")
     lengths = [int(x) for x in (args.lengths or ("8,32,64" if args.quick else "8,16,32,64,128,256")).split(",")]
     tokens = args.tokens or (512 if args.quick else 2048)
