@@ -10,6 +10,8 @@
 #        STANZA_SIZE=small (the `stanza` setting: stanza's tagger + constituency parser trained on the same
 #        data by scripts/recipes/train_stanza_parser.sh, dev = wsj22, scored by the same scorer; it predicts its own
 #        tags and has no dependencies)
+#        LOWERCASE=1: the treebanks' words lowercased first (WORK/lowercased/, tags and labels kept), for a parser of
+#        lowercased text (the Multi30k anchor's English, scripts/recipes/multi30k_anchor.sh LAL_MODEL=...)
 #
 # Writes WORK/data-bin (binarized: train = ptb_sample/train + .conllu, valid = wsj22 + .sd.conll,
 # test = ptb_sample/valid + .conllu), WORK/ckpt_CONFIG/, WORK/parse_CONFIG_{ptbvalid,wsj22}.{trees,conllu},
@@ -28,6 +30,30 @@ PY=${PYTHON:-python}
 export PATH=$(dirname "$(command -v "$PY")"):$PATH  # its console scripts (fairseq-train, fairseq-tree-*)
 D=$SHARED/data
 mkdir -p "$WORK"
+if [ "${LOWERCASE:-0}" = 1 ]; then  # the same files with lowercased words: leaves of the trees, FORM and LEMMA
+  L=$WORK/lowercased
+  if [ ! -f "$L/.done" ]; then
+    mkdir -p "$L/ptb_sample" "$L/wsj22"
+    $PY - "$D" "$L" <<'PYEOF'
+import re, sys
+d, out = sys.argv[1:3]
+leaf = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
+for f in ("ptb_sample/train.mrg", "ptb_sample/valid.mrg", "wsj22/wsj22.mrg"):
+    text = open(f"{d}/{f}", encoding="utf-8").read()
+    open(f"{out}/{f}", "w", encoding="utf-8").write(leaf.sub(lambda m: f"({m[1]} {m[2].lower()})", text))
+for f in ("ptb_sample/train.conllu", "ptb_sample/valid.conllu", "wsj22/wsj22.sd.conll"):
+    lines = []
+    for line in open(f"{d}/{f}", encoding="utf-8").read().split("\n"):
+        cols = line.split("\t")
+        if len(cols) >= 3 and not line.startswith("#"):
+            cols[1], cols[2] = cols[1].lower(), cols[2].lower()
+        lines.append("\t".join(cols))
+    open(f"{out}/{f}", "w", encoding="utf-8").write("\n".join(lines))
+PYEOF
+    touch "$L/.done"
+  fi
+  D=$L
+fi
 if [ ! -f "$WORK/data-bin/parsing.json" ]; then
   fairseq-tree-parsing-data --destdir "$WORK/data-bin" \
     --train "$D/ptb_sample/train.mrg" --train-dep "$D/ptb_sample/train.conllu" \
