@@ -12,6 +12,8 @@
 #                            a lal_parser trained --no-pos-tags on lowercased treebank words, as the text is)
 #        SEEDS="1"  TGT=de  UPDATES=8000  PATIENCE=10  AVERAGE=10  DEVICE=cpu|cuda  THREADS=1
 #        GEN_EXTRA="..." more fairseq-generate flags (tests: --max-len-a 0 --max-len-b 5)
+#        PREPARE_ONLY=1: build the data-bins of RUNS and stop (no training): the tree rows' data made where the parser
+#        runs, their training later or elsewhere
 #        REVISIT=../shared/data/multi30k_revisit (their files; read from the public repository when absent is left
 #        to the user: git clone https://github.com/LividWo/Revisit-MMT, data/multi30k-en-TGT/)
 #        M30K=../shared/data/multi30k (the raw cased text: sacreBLEU's references, lowercased)
@@ -155,6 +157,7 @@ evaluate() {  # run seed
 for seed in $SEEDS; do
   for r in $RUNS; do
     [ "$r" = transformer ] || tree_databin "${r#tree2seq_}"
+    [ "${PREPARE_ONLY:-0}" = 1 ] && continue
     run "$r" "$seed"
     evaluate "$r" "$seed"
   done

@@ -1,6 +1,7 @@
 """scripts/recipes/multi30k_anchor.sh on a 40-sentence slice of Wu et al.'s Multi30k files (issue 30): their BPE'd
 text through fairseq-preprocess for the transformer, the same sentences as right-branching trees through
-fairseq-tree-preprocess for tree2seq (checked token for token against fairseq-preprocess's), two updates each,
+fairseq-tree-preprocess for tree2seq (checked token for token against fairseq-preprocess's; PREPARE_ONLY=1 stops
+there), two updates each,
 the average, beam search, both metrics, the paired bootstrap, and a rerun that trains nothing."""
 
 import json
@@ -32,11 +33,15 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
                RUNS="transformer tree2seq_trivial", UPDATES="2", AVERAGE="1",
                GEN_EXTRA="--max-len-a 0 --max-len-b 5", PATH="/usr/bin:/bin", HOME=str(tmp_path))
     cmd = ["bash", str(REPO / "scripts" / "recipes" / "multi30k_anchor.sh"), str(tmp_path / "work")]
+    # PREPARE_ONLY: the data-bins (the tree one checked against fairseq-preprocess's), no training
+    prep = subprocess.run(cmd, env=dict(env, PREPARE_ONLY="1"), capture_output=True, text=True, timeout=900)
+    assert prep.returncode == 0, prep.stderr[-3000:]
+    for split in ("train", "valid", "test"):
+        assert f"{split}: 40 sentences, the same target and source tokens as" in prep.stdout + prep.stderr
+    assert (tmp_path / "work" / "data-bin" / "trivial.en-de" / ".done").is_file()
+    assert not (tmp_path / "work" / "ckpt").exists()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout + proc.stderr
-    for split in ("train", "valid", "test"):
-        assert f"{split}: 40 sentences, the same target and source tokens as" in out
     rows = [json.loads(line) for line in (tmp_path / "work" / "results.jsonl").read_text().splitlines()]
     assert [r["run"].rsplit("/", 1)[1] for r in rows] == ["transformer_s1", "tree2seq_trivial_s1"]
     for r in rows:
