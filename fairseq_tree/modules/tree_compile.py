@@ -31,7 +31,6 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch._dynamo import config as dynamo_config
 from torch.fx.experimental import _config as fx_config
 
 #: the default bucket: N, M, T and Np are padded up to multiples of it
@@ -101,6 +100,9 @@ class LayerCompiler:
         without duck sizing: sizes that happen to be equal in the first batch (N' = M', or N' + M' = the width C)
         would otherwise share one symbol, and the width's constant would specialise the graph to that batch."""
         if fn not in self._fns:
+            # imported here: torch._dynamo takes about 2 s to import, which every import of the plugin paid
+            from torch._dynamo import config as dynamo_config
+
             compiled = torch.compile(fn, backend=self._backend, dynamic=self.dynamic)
 
             @functools.wraps(fn)
