@@ -33,16 +33,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.fx.experimental import _config as fx_config
 
+from fairseq_tree.modules.tree_structure import round_up
+
 #: the default bucket: N, M, T and Np are padded up to multiples of it
 DEFAULT_MULTIPLE = 8
 #: graphs per compiled function before torch falls back to eager (torch's default, 8, is per code object)
 RECOMPILE_LIMIT = 256
-
-
-def round_up(n: int, multiple: int) -> int:
-    """The bucket of a size: ``n`` rounded up to a multiple of ``multiple``, at least ``multiple`` (so that no size
-    is 0 or 1, which torch.compile would specialise on)."""
-    return max(multiple, -(-n // multiple) * multiple)
 
 
 def pad_to(x: Tensor, dim: int, size: int, value) -> Tensor:

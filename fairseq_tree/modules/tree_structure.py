@@ -20,6 +20,12 @@ from torch import Tensor
 DEFAULT_MAX_INDEX = 100  # |E| of the paper (Section 7.4)
 
 
+def round_up(n: int, multiple: int) -> int:
+    """The bucket of a size: ``n`` rounded up to a multiple of ``multiple``, at least ``multiple`` (so that no size
+    is 0 or 1, which torch.compile would specialise on)."""
+    return max(multiple, -(-n // multiple) * multiple)
+
+
 @dataclass
 class TreeStructure:
     """Tree structure of a batch (B sentences, N leaf slots, M node slots, Np pair slots).
@@ -145,7 +151,7 @@ class TreeStructure:
         counts = flat.sum(-1)
         Np = int(counts.max()) if flat.numel() else 0
         if pair_multiple > 1:
-            Np = max(pair_multiple, -(-Np // pair_multiple) * pair_multiple)
+            Np = round_up(Np, pair_multiple)
         pos = flat.long().cumsum(-1) - 1
         bi, fi = flat.nonzero(as_tuple=True)
         pi = pos[bi, fi]

@@ -1,6 +1,6 @@
 """``--tree-compile``'s pieces that need no compilation: the buckets, padded pairs and padded batches give the
 eager results at real positions, and a model's compiler is its own (copies get a fresh one). The compiled path
-itself: tests/integration/test_tree_compile.py."""
+itself: tests/integration/test_tree_compile_step.py."""
 
 import copy
 import pickle
