@@ -16,7 +16,7 @@ Defaults follow the paper; the authors' code's choices are flags (``--tree-verti
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -40,7 +40,7 @@ from fairseq_tree.models.architecture import require_task
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
-from fairseq_tree.modules.tree_compile import DEFAULT_MULTIPLE, LayerCompiler, compiler_for
+from fairseq_tree.modules.tree_compile import DEFAULT_MULTIPLE, SCOPES, LayerCompiler, compiler_for, tracing
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
 
@@ -73,6 +73,9 @@ class Tree2SeqConfig(TransformerConfig):
                 "and pairs padded to buckets (--tree-compile-multiple); validation and decoding stay eager"})
     tree_compile_multiple: int = field(default=DEFAULT_MULTIPLE, metadata={
         "help": "--tree-compile's bucket: N, M, T and the pair count are padded up to multiples of it"})
+    tree_compile_scope: ChoiceEnum(list(SCOPES)) = field(default="stack", metadata={
+        "help": "--tree-compile's graphs: each layer loop as one graph (stack: 2 compiled calls a step) or each "
+                "layer its own call (layer: about half the compile time, 1 call per layer)"})
 
 
 #: the tree flags (the fields Tree2SeqConfig adds to TransformerConfig)
@@ -223,12 +226,17 @@ class Tree2SeqEncoder(FairseqEncoder):
         padding_mask = tree.pad_mask
         states = [x] if return_all_hiddens else []
         attention = []
-        for layer in self.layers:
-            x, attn = layer(x, tree, need_head_weights=return_attention)
-            if return_all_hiddens:
-                states.append(x)
-            if return_attention:
-                attention.append(attn)
+        if self.compiling and not return_attention and self.compiler.stacks(self.layers, Tree2SeqEncoderLayer):
+            outs = self.compiler.compiled(Tree2SeqEncoder.forward_stack)(self, x, tree)  # one graph, all layers
+            x = outs[-1] if outs else x
+            states += list(outs) if return_all_hiddens else []
+        else:
+            for layer in self.layers:
+                x, attn = layer(x, tree, need_head_weights=return_attention)
+                if return_all_hiddens:
+                    states.append(x)
+                if return_attention:
+                    attention.append(attn)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         return {
@@ -236,6 +244,15 @@ class Tree2SeqEncoder(FairseqEncoder):
             "encoder_states": states, "tree": [tree], "src_tokens": [], "src_lengths": [],
             **({"attention": attention} if return_attention else {}),
         }
+
+    def forward_stack(self, x: Tensor, tree: TreeStructure) -> Tuple[Tensor, ...]:
+        """The layer loop of a train step (what ``--tree-compile-scope stack`` compiles as one graph): x [N + M, B, C]
+        -> every layer's output [N + M, B, C], the last one last."""
+        outs = []
+        for layer in self.layers:
+            x, _ = layer.forward_eager(x, tree)
+            outs.append(x)
+        return tuple(outs)
 
     @torch.jit.unused
     def reorder_encoder_out(self, encoder_out: Dict[str, List], new_order: Tensor):
@@ -285,14 +302,16 @@ class Tree2SeqDecoderLayer(TransformerDecoderLayerBase):
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
                 prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
                 need_attn: bool = False, need_head_weights: bool = False):
-        """fairseq's decoder layer; in training with ``--tree-compile`` (no incremental state), through
-        ``torch.compile`` (:mod:`fairseq_tree.modules.tree_compile`)."""
+        """fairseq's decoder layer; in training with ``--tree-compile`` (no incremental state), :meth:`forward_train`
+        through ``torch.compile`` (:mod:`fairseq_tree.modules.tree_compile`), or traced into the decoder's graph."""
         if (self.compiler is not None and self.training and incremental_state is None
                 and prev_self_attn_state is None and prev_attn_state is None and not self.cross_self_attention):
             # one layout and always a padding mask (fairseq passes None when no target is padded): fewer graphs
             if self_attn_padding_mask is None:
                 self_attn_padding_mask = x.new_zeros(x.size(1), x.size(0), dtype=torch.bool)
-            return self.compiler.compiled(Tree2SeqDecoderLayer.forward_train)(
+            # inside the decoder's compiled stack, traced as part of its graph; else compiled on its own
+            forward = Tree2SeqDecoderLayer.forward_train
+            return (forward if tracing() else self.compiler.compiled(forward))(
                 self, x.contiguous(), encoder_out, encoder_padding_mask, self_attn_mask, self_attn_padding_mask,
                 need_attn or need_head_weights, need_head_weights)
         return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
@@ -350,6 +369,10 @@ class Tree2SeqDecoderLayer(TransformerDecoderLayerBase):
         return TreeCrossAttention(attn, self._context)
 
 
+#: the largest causal mask a compiled decoder builds ahead (targets longer than this regrow it: one more graph)
+MAX_FUTURE_MASK = 2048
+
+
 class Tree2SeqDecoder(TransformerDecoderBase):
     """fairseq's Transformer decoder with tree cross-attention over ``[nodes; leaves]``."""
 
@@ -363,12 +386,29 @@ class Tree2SeqDecoder(TransformerDecoderBase):
         min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0
         return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
+    compiler: Optional[LayerCompiler] = None  # set by the model with --tree-compile
+
     def extract_features_scriptable(self, prev_output_tokens, encoder_out, incremental_state=None,
                                     full_context_alignment=False, alignment_layer=None, alignment_heads=None):
+        """fairseq's, the batch's tree set for the cross-attentions. In training with ``--tree-compile-scope stack``
+        (no incremental state), fairseq's function itself through ``torch.compile``: embeddings, every layer, the
+        final norm in one graph (the target's padding test splits off the embeddings: two graphs)."""
         self.tree_context.set(encoder_out["tree"][0] if encoder_out is not None else None)
-        return super().extract_features_scriptable(
-            prev_output_tokens, encoder_out, incremental_state, full_context_alignment, alignment_layer,
-            alignment_heads)
+        features = TransformerDecoderBase.extract_features_scriptable
+        if (self.compiler is not None and self.training and incremental_state is None
+                and self.compiler.stacks(self.layers, Tree2SeqDecoderLayer)):
+            self.future_mask_of_max_size()
+            features = self.compiler.compiled(features)
+        return features(self, prev_output_tokens, encoder_out, incremental_state, full_context_alignment,
+                        alignment_layer, alignment_heads)
+
+    def future_mask_of_max_size(self) -> None:
+        """fairseq's causal mask cache (``_future_mask``, an empty tensor until the first batch, then regrown to the
+        longest target seen) built once at the largest size, before the compiled graph reads it: its rank and size
+        would otherwise be guards, a new graph each time it grows."""
+        n = min(self.max_positions(), MAX_FUTURE_MASK)
+        if self._future_mask.dim() != 2 or self._future_mask.size(0) < n:
+            self.buffered_future_mask(self.embed_tokens.weight.new_empty(n, 0))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -410,7 +450,9 @@ class Tree2SeqModel(FromPretrained, TransformerModel):
 
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
-        compiler = getattr(encoder, "compiler", None)  # --tree-compile: the decoder's layers share the encoder's
+        compiler = getattr(encoder, "compiler", None)  # --tree-compile: the decoder and its layers share the encoder's
+        if isinstance(decoder, Tree2SeqDecoder):
+            decoder.compiler = compiler
         for layer in getattr(decoder, "layers", []):
             if isinstance(layer, Tree2SeqDecoderLayer):
                 layer.compiler = compiler

@@ -55,9 +55,11 @@ def make_data_dir(path: Path, vocab: int, labels: int) -> None:
         f.writelines(f"L{i} 1\n" for i in range(labels))
 
 
-def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False):
-    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile`` if asked), or fairseq's transformer of its
-    sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's layers and heads."""
+def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False,
+          scope: str = "stack"):
+    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope`` if asked), or
+    fairseq's transformer of its sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's
+    layers and heads."""
     from fairseq import options, tasks
 
     import fairseq_tree  # noqa: F401
@@ -68,7 +70,7 @@ def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = 
             common += [f"--{side}-embed-dim", str(width), f"--{side}-ffn-embed-dim", str(2 * width)]
     tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
     if kind == "tree2seq":
-        argv = tree_argv + (["--tree-compile"] if tree_compile else [])
+        argv = tree_argv + (["--tree-compile", "--tree-compile-scope", scope] if tree_compile else [])
     else:  # fairseq's transformer with the tree2seq arch's sizes
         ref = options.parse_args_and_arch(options.get_training_parser(), tree_argv)
         sizes = []
@@ -392,6 +394,8 @@ def main():
     ap.add_argument("--tree-compile", action="store_true",
                     help="tree2seq with --tree-compile (its layers compiled, shapes bucketed); the transformer eager "
                          "unless --compile")
+    ap.add_argument("--tree-compile-scope", choices=["stack", "layer"], default="stack",
+                    help="with --tree-compile: each layer loop one graph (stack) or each layer its own call")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
     ap.add_argument("--no-decode", action="store_true", help="skip the beam-search measurement")
     ap.add_argument("--raw", action="store_true", help="print every timed step")
@@ -418,7 +422,7 @@ def main():
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
-        models = {k: build(k, data, arch, args.device, args.width, args.tree_compile)
+        models = {k: build(k, data, arch, args.device, args.width, args.tree_compile, args.tree_compile_scope)
                   for k in ("tree2seq", "transformer")}
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
         if args.compile:
@@ -439,7 +443,8 @@ def main():
     mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731
     compiler = tree_compiler(models)
     kv = dict(arch=arch, width=args.width or "arch", device=args.device, amp=args.amp, compile=int(args.compile),
-              tree_compile=int(args.tree_compile), graphs=compiler.graphs if compiler else 0,
+              tree_compile=int(args.tree_compile), scope=args.tree_compile_scope if args.tree_compile else "-",
+              graphs=compiler.graphs if compiler else 0, compile_s=round(compiler.seconds, 1) if compiler else 0,
               trees=kinds[0], n=last["n"],
               time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),
               time_ratio_pm=round(last["time_ratio_pm"], 3), memory_ratio_pm=round(last["memory_ratio_pm"], 3),

@@ -1,6 +1,7 @@
-"""``--tree-compile``: the compiled train step against the eager one (fp32 at 1e-5), batch invariance and padding
-buckets through it, ``--checkpoint-activations``, decoding a compiled model, and the number of graphs over batches of
-several shapes. Tiny arch, few graphs: compilation is most of this file's time. (Eager against the paper's equations
+"""``--tree-compile``: the compiled train step against the eager one (fp32 at 1e-5) under both scopes (``stack``, the
+default: each layer loop one compiled call; ``layer``: each layer its own), batch invariance and padding buckets
+through it, ``--checkpoint-activations`` (compiled layer by layer), decoding a compiled model, and the number of graphs
+over batches of several shapes. Tiny arch, few graphs: compilation is most of this file's time. (Eager against the paper's equations
 written out: tests/unit/test_tree_attention.py; compiled equals eager here, so it follows. bf16 autocast on the CPU
 does not compile: inductor's lowering of fairseq's decoder self-attention fails on symbolic sizes, ValueRangeError,
 torch 2.13; see docs/tree2seq.md.)"""
@@ -84,11 +85,19 @@ def models(data_dir):
     return eager, compiled
 
 
+def calls_per_step(model, net, tgt) -> int:
+    """Compiled functions called by one train step."""
+    before = model.encoder.compiler.calls
+    loss_and_grads(model, net, tgt)
+    return model.encoder.compiler.calls - before
+
+
 def test_compiled_step_equals_eager_and_graphs_stay_bounded(models):
     """Batches of different shapes (and buckets): the same outputs, loss and gradients as eager at 1e-5; batches
-    within buckets already seen compile nothing more."""
+    within buckets already seen compile nothing more; the step is two compiled calls (encoder stack, decoder)."""
     eager, compiled = models
     comp = compiled.encoder.compiler
+    assert comp.scope == "stack" and compiled.decoder.compiler is comp
     shapes = [([9, 12, 5], 10), ([16, 3, 11, 14], 13), ([10, 9, 13], 9), ([15, 2, 16, 7], 16), ([20, 18, 17], 22)]
     graphs = []
     for i, (lengths, T) in enumerate(shapes):
@@ -98,6 +107,18 @@ def test_compiled_step_equals_eager_and_graphs_stay_bounded(models):
     assert 0 < graphs[0] and graphs[1] == graphs[2] == graphs[3], graphs  # (N, M, T buckets 16; the sizes are symbolic)
     assert graphs[4] == graphs[3], graphs  # new buckets (24), same graphs
     assert graphs[-1] <= 6, graphs
+    assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 2
+
+
+def test_layer_scope_equals_eager(data_dir, models):
+    """``--tree-compile-scope layer``: one compiled call per layer (2 encoder + 2 decoder layers), the eager step."""
+    eager, _ = models
+    _, compiled = build(data_dir, "--tree-compile", "--tree-compile-scope", "layer")
+    compiled.load_state_dict(eager.state_dict())
+    for i, (lengths, T) in enumerate([([9, 12, 5], 10), ([16, 3, 11, 14], 13)]):
+        net, tgt = batch(lengths, i, T)
+        assert_same(loss_and_grads(compiled, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
+    assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 4
 
 
 def test_batch_invariance_through_the_compiled_step(models):
@@ -115,11 +136,14 @@ def test_batch_invariance_through_the_compiled_step(models):
 
 
 def test_checkpoint_activations_compiled_equals_eager(data_dir, models):
+    """Checkpointed layers are compiled one by one under the default scope: 4 calls in the forward and the same 4
+    again when the backward recomputes them; the eager step."""
     eager, _ = models
     _, compiled = build(data_dir, "--tree-compile", "--checkpoint-activations")
     compiled.load_state_dict(eager.state_dict())
     net, tgt = batch([9, 12, 5], 0, 10)
     assert_same(loss_and_grads(compiled, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
+    assert calls_per_step(compiled, net, tgt) == 8
 
 
 def test_decoding_a_compiled_model_is_eager_decoding(data_dir, models):

@@ -6,6 +6,7 @@ import copy
 import pickle
 import random
 
+import pytest
 import torch
 from tree_reference import collate, random_tree
 
@@ -51,7 +52,10 @@ def test_padded_pairs_and_slots_change_nothing_at_real_positions():
 
 
 def test_compiler_is_per_model_and_copies_start_empty():
-    c = LayerCompiler(16)
-    c.graphs, c._fns["x"] = 3, None
+    c = LayerCompiler(16, scope="layer")
+    c.graphs, c.calls, c._fns["x"] = 3, 5, None
     for other in (copy.deepcopy(c), pickle.loads(pickle.dumps(c))):
-        assert other is not c and other.multiple == 16 and other.graphs == 0 and not other._fns
+        assert other is not c and (other.multiple, other.scope, other.graphs, other.calls) == (16, "layer", 0, 0)
+        assert not other._fns
+    with pytest.raises(ValueError, match="--tree-compile-scope 'stacks'"):
+        LayerCompiler(scope="stacks")
