@@ -142,13 +142,12 @@ class LayerCompiler:
     def pad_batch(self, src_tokens: Tensor, src_nodes: Tensor, src_spans: Tensor, prev_output_tokens: Tensor,
                   pad: int, label_pad: int, tgt_pad: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """The train batch padded to the buckets: src_tokens [B, N] -> [B, N'], src_nodes [B, M] -> [B, M'],
-        src_spans [B, M, 2] -> [B, M', 2] (padded nodes' spans are ignored), prev_output_tokens [B, T] -> [B, T'],
-        T' = the bucket of T + 1 (padded at the end: the causal mask hides them from the real positions; at least
-        one padded column, so that fairseq's decoder always takes its branch for a padded target: one graph)."""
+        src_spans [B, M, 2] -> [B, M', 2] (padded nodes' spans are ignored), prev_output_tokens [B, T] -> [B, T']
+        (padded at the end: the causal mask hides them from the real positions)."""
         return (pad_to(src_tokens, 1, self.bucket(src_tokens.size(1)), pad),
                 pad_to(src_nodes, 1, self.bucket(src_nodes.size(1)), label_pad),
                 pad_to(src_spans, 1, self.bucket(src_spans.size(1)), 0),
-                pad_to(prev_output_tokens, 1, self.bucket(prev_output_tokens.size(1) + 1), tgt_pad))
+                pad_to(prev_output_tokens, 1, self.bucket(prev_output_tokens.size(1)), tgt_pad))
 
 
 def compiler_for(cfg) -> Optional[LayerCompiler]:
