@@ -54,6 +54,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_tree.trees import Span, distances_to_tree, post_order
+from fairseq_tree.utils.precision import autocast_off
 
 #: log-link clamp: log(max(a, LOG_EPS)); the reference adds 1e-9 before the log.
 LOG_EPS = 1e-9
@@ -198,7 +199,7 @@ class ConstituentSelfAttention(nn.Module):
     def structure(self, lqk: Tensor, a_prev: Optional[Tensor], link: Tensor, allowed: Tensor, word: Tensor,
                   layer: int) -> Tuple[Tensor, Tensor]:
         """lqk [B, T, 2d] link queries ; keys -> (a^l [B, T-1], C^l [B, T, T]), fp32, autocast off."""
-        with torch.autocast(device_type=lqk.device.type, enabled=False):
+        with autocast_off(lqk):
             s_next, s_prev = link_scores(lqk, self.link_scale)
             a_hat = neighbour_links(s_next, s_prev, link)
             a = hierarchical_links(a_prev, a_hat)

@@ -32,6 +32,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from fairseq_tree.utils.precision import autocast_off
+
 RELATIONS = ("parent", "dependent", "sibling")
 
 
@@ -85,7 +87,7 @@ class DependencyAttention(nn.Module):
         q = q.reshape(B, T, self.h, self.dh).transpose(1, 2)
         k = k.reshape(B, T, self.h, self.dh).transpose(1, 2)
         v = v.reshape(B, T, self.h, self.dh).transpose(1, 2)
-        with torch.autocast(device_type=x.device.type, enabled=False):
+        with autocast_off(x):
             p = torch.einsum("hr,brij->bhij", self.relation_weights, rel.float())  # eq. 14
             gate = torch.sigmoid(torch.matmul(q.float(), k.float().transpose(-1, -2)) * (self.dh ** -0.5))  # eq. 15
             attn = torch.where(word[:, None, None, :], p * gate, 0.0)  # eq. 16 weights, unnormalised

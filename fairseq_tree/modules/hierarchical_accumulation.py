@@ -22,7 +22,6 @@ pair's vertical row is depth(t_p): the same formula.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Dict
 
 import torch
@@ -30,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
+from fairseq_tree.utils.precision import autocast_off
 
 VERTICAL_INDEX = ("path", "depth")
 LEAF_WEIGHTS = ("vector", "per_head")
@@ -41,13 +41,6 @@ VARIANTS: Dict[str, dict] = {
     "paper": dict(vertical_index="path", count_leaf_in_mean=True, leaf_weights="vector"),
     "code": dict(vertical_index="depth", count_leaf_in_mean=False, leaf_weights="per_head"),
 }
-
-
-def autocast_off(t: Tensor):
-    """A region with autocast off on ``t``'s device (structure arithmetic in fp32 under ``--amp``), or a plain
-    context where autocast is not on (entering autocast's costs host time in every layer of a host-bound step)."""
-    dev = t.device.type
-    return torch.autocast(dev, enabled=False) if torch.is_autocast_enabled(dev) else contextlib.nullcontext()
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:

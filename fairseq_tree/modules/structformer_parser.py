@@ -64,6 +64,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_tree.trees import Span, distances_to_tree, post_order
+from fairseq_tree.utils.precision import autocast_off
 
 #: width of a band of span maxima that share one shift in eq. 11's prefix sums: 1/Z(l, r) <= e^64 inside a band,
 #: far from fp32's overflow (e^88), and every e_j of a span is <= 1
@@ -211,7 +212,7 @@ def dependency_distribution(distance: Tensor, height: Tensor, word: Tensor, spli
     -> (p_D [B, T, T] fp32 (fp64 for fp64 inputs) with p_D[b, i, j] = p(parent of position i is position j),
     0 on the diagonal and on every row/column that is not a word; root [B, T], the dropped self mass:
     sum_j p_D[i, j] + root[i] = 1 for every word i, 0 elsewhere)."""
-    with torch.autocast(device_type=height.device.type, enabled=False):
+    with autocast_off(height):
         delta = _fp(height)
         s0, s1 = _fp(dist_scale), _fp(head_scale)
         B, T = delta.shape
