@@ -161,4 +161,6 @@ def compiler_for(cfg) -> Optional[LayerCompiler]:
 def tracing() -> bool:
     """Whether dynamo is tracing this call (a layer inside a compiled stack runs its forward directly)."""
     is_compiling = getattr(torch.compiler, "is_compiling", None)  # torch 2.3+
-    return bool(is_compiling()) if is_compiling is not None else torch._dynamo.is_compiling()
+    if is_compiling is None:  # torch._dynamo is imported lazily: the attribute may not exist yet
+        from torch._dynamo import is_compiling
+    return bool(is_compiling())
