@@ -39,6 +39,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
+from fairseq_tree.modules.tree_compile import SCOPES
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -394,7 +395,7 @@ def main():
     ap.add_argument("--tree-compile", action="store_true",
                     help="tree2seq with --tree-compile (its layers compiled, shapes bucketed); the transformer eager "
                          "unless --compile")
-    ap.add_argument("--tree-compile-scope", choices=["stack", "layer"], default="stack",
+    ap.add_argument("--tree-compile-scope", choices=SCOPES, default="stack",
                     help="with --tree-compile: each layer loop one graph (stack) or each layer its own call")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
     ap.add_argument("--no-decode", action="store_true", help="skip the beam-search measurement")
