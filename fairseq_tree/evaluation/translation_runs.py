@@ -1,6 +1,7 @@
 """Scores of translation runs from the files fairseq writes (no model runs here): a ``fairseq-generate`` log's
 hypotheses, references and BLEU line, sacreBLEU on detokenized output, sacreBLEU's paired bootstrap between two
-systems, and a ``fairseq-train`` log's summary (updates, epochs, wall time, validation losses)."""
+systems, a ``fairseq-train`` log's summary (updates, epochs, wall time, validation losses), and where one
+uninterrupted ``--patience`` run would have stopped (:func:`patience_stop`)."""
 
 import re
 import statistics
@@ -111,6 +112,47 @@ def training(log: Path) -> Training:
                     statistics.mean(float(b) for b in bsz) if bsz else None)
 
 
+_SAVED = re.compile(r"Saved checkpoint \S+ \(epoch (\d+) @ (\d+) updates, score ([^)]+)\)")
+
+
+class Stop(NamedTuple):
+    epoch: int
+    updates: int
+
+
+def saved_scores(log: Path) -> List[Tuple[Stop, float]]:
+    """The validations whose checkpoints were saved, in order of updates: ``[(Stop(epoch, updates), score)]`` from
+    fairseq's ``Saved checkpoint PATH (epoch E @ U updates, score S)`` lines (S: the ``--best-checkpoint-metric``
+    fairseq compared). A validation whose save a kill interrupted is redone after the resume: the later line of the
+    same update count wins. Saves without a validation (``score None``) are left out."""
+    scores: Dict[int, Tuple[Stop, float]] = {}
+    for epoch, updates, score in _SAVED.findall(_text(log)):
+        if score != "None":
+            scores[int(updates)] = (Stop(int(epoch), int(updates)), float(score))
+    return [scores[u] for u in sorted(scores)]
+
+
+def patience_stop(log: Path, patience: int, maximize: bool = False) -> Optional[Stop]:
+    """Where one uninterrupted ``fairseq-train --patience P`` run stops: the saved validation that ended it, or None
+    while it would go on. fairseq keeps its count of validations without improvement in attributes of a function
+    (``fairseq_cli.train.should_stop_early``), not in the checkpoint: a resumed run counts afresh from its first
+    validation as the best, so it trains on past this point (and ``--keep-last-epochs`` then deletes the epochs an
+    average of the last ones needs). This replays fairseq's rule (strictly better resets the count; the stop is the
+    P-th validation in a row that is not) over :func:`saved_scores` (fairseq saves the stopping validation's
+    checkpoint before it stops)."""
+    if patience <= 0:
+        return None
+    best, runs = None, 0
+    for stop, score in saved_scores(log):
+        if best is None or (score > best if maximize else score < best):
+            best, runs = score, 0
+        else:
+            runs += 1
+            if runs >= patience:
+                return stop
+    return None
+
+
 def mean_sd(values: Sequence[float], signed: bool = False) -> str:
     """'mean ± sample sd', two decimals ('value (one seed)' for one value); ``signed``: '+' on positive means."""
     mean = f"{statistics.mean(values):{'+' if signed else ''}.2f}"
@@ -118,4 +160,4 @@ def mean_sd(values: Sequence[float], signed: bool = False) -> str:
 
 
 __all__ = ["RunError", "Training", "detokenize", "fairseq_bleu", "generate_lines", "mean_sd", "paired_p",
-           "sacrebleu_score", "segments_seconds", "training"]
+           "patience_stop", "sacrebleu_score", "saved_scores", "Stop", "segments_seconds", "training"]

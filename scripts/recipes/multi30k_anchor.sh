@@ -4,13 +4,15 @@
 # their flags (the defaults of their fairseq 0.9 fork written out: Adam (0.9, 0.98), inverse-sqrt from 1e-7,
 # clip-norm 25, label smoothing 0.1), --update-freq 2 for their second GPU, the last 10 epoch checkpoints averaged,
 # beam 5; then tree2seq of identical size on the same data and schedule. Resumable: rerun the same command; a run
-# goes on from its checkpoint_last.pt, finished runs are skipped.
+# goes on from its checkpoint_last.pt and stops where one uninterrupted run stops (--patience counted over all its
+# segments, from train.log), finished runs are skipped.
 #
 #   scripts/recipes/multi30k_anchor.sh WORK_DIR
 #   env: RUNS="transformer"  rows to train, in this order: transformer (fairseq's translation task, stock),
 #                            tree2seq_trivial (right-branching trees over the words), tree2seq_lal (LAL_MODEL=CKPT:
 #                            a lal_parser trained --no-pos-tags on lowercased treebank words, as the text is)
 #        SEEDS="1"  TGT=de  UPDATES=8000  PATIENCE=10  AVERAGE=10  DEVICE=cpu|cuda  THREADS=1
+#        POLL=20 seconds between looks at train.log for the patience stop
 #        GEN_EXTRA="..." more fairseq-generate flags (tests: --max-len-a 0 --max-len-b 5)
 #        PREPARE_ONLY=1: build the data-bins of RUNS and stop (no training): the tree rows' data made where the parser
 #        runs, their training later or elsewhere
@@ -35,6 +37,7 @@ SEEDS=${SEEDS:-1}
 TGT=${TGT:-de}
 UPDATES=${UPDATES:-8000}
 PATIENCE=${PATIENCE:-10}
+POLL=${POLL:-20}  # seconds between looks at train.log for the patience stop
 AVERAGE=${AVERAGE:-10}  # the last N epoch checkpoints averaged (theirs: 10)
 DEVICE=${DEVICE:-cpu}
 DEV_FLAGS=(--cpu); [ "$DEVICE" = cuda ] && DEV_FLAGS=()
@@ -128,19 +131,46 @@ run() {  # run seed
     return 2
   fi
   echo "$f" > "$dir/flags.txt"
+  # fairseq counts --patience in a function's attributes, not in the checkpoint: a resumed run counts afresh and
+  # would train on (its --keep-last-epochs deleting the epochs to average). The run stops where one
+  # uninterrupted run stops, read from its log: not started again, or ended once that epoch is saved.
+  if [ -n "$(stop_of "$dir")" ]; then touch "$dir/.done"; return 0; fi
   local ud=("${UD[@]}"); [ "$1" = transformer ] || ud=(--user-dir "$REPO/fairseq_tree")  # tree rows need the plugin
   echo "== $(date -u +%FT%TZ) start/resume" >> "$dir/train.log"
   # shellcheck disable=SC2046  # the recorded flags, word-split (none holds a space)
-  fairseq-train "${ud[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f >> "$dir/train.log" 2>&1
+  fairseq-train "${ud[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f >> "$dir/train.log" 2>&1 &
+  TRAIN_PID=$!
+  local pid=$TRAIN_PID saves=0 n
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep "$POLL"
+    n=$(grep -c "Saved checkpoint" "$dir/train.log" || true)
+    if [ "$n" != "$saves" ]; then  # a new validation saved: has the uninterrupted run stopped?
+      saves=$n
+      if [ -n "$(stop_of "$dir")" ]; then kill "$pid" 2>/dev/null || true; fi
+    fi
+  done
+  if ! wait "$pid" && [ -z "$(stop_of "$dir")" ]; then
+    echo "$dir: fairseq-train failed (see its train.log)" >&2
+    return 1
+  fi
+  TRAIN_PID=
   touch "$dir/.done"
+}
+# a training runs in the background (watched for the stop): it ends with this script, e.g. on ^C
+TRAIN_PID=
+trap '[ -z "$TRAIN_PID" ] || kill "$TRAIN_PID" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+stop_of() {  # run dir -> "EPOCH UPDATES" where one uninterrupted run with --patience stops; nothing before that
+  [ ! -f "$1/train.log" ] || fairseq-tree-report patience "$1/train.log" --patience "$PATIENCE"
 }
 # 3. evaluate as they do: the last 10 epoch checkpoints averaged, beam 5, fairseq's BLEU on their tokenized
 #    lowercased text (--remove-bpe); and sacreBLEU on the Moses-detokenized output against the raw references
 evaluate() {  # run seed
   local dir=$WORK/ckpt/$TGT/$1_s$2
   [ -f "$dir/result.json" ] && return 0
+  local stop; stop=$(stop_of "$dir" | cut -d' ' -f1)  # the last epochs up to the stop, as uninterrupted
   [ -f "$dir/checkpoint_avg10.pt" ] || fairseq-tree-average --inputs "$dir" --num-epoch-checkpoints "$AVERAGE" \
-    --output "$dir/checkpoint_avg10.pt"
+    ${stop:+--checkpoint-upper-bound "$stop"} --output "$dir/checkpoint_avg10.pt"
   for split in valid test; do
     local data=$DATA task=translation
     [ "$1" = transformer ] || { data=$WORK/data-bin/${1#tree2seq_}.en-$TGT; task=tree_translation; }
@@ -149,7 +179,7 @@ evaluate() {  # run seed
       --beam 5 --batch-size 128 --remove-bpe "${DEV_FLAGS[@]}" ${GEN_EXTRA:-} > "$dir/$split.gen.tmp" 2>&1
     mv "$dir/$split.gen.tmp" "$dir/$split.gen"
   done
-  fairseq-tree-report translation "$dir" --reference "$M30K/test.$TGT" --lang "$TGT" --lowercase \
+  fairseq-tree-report translation "$dir" --reference "$M30K/test.$TGT" --lang "$TGT" --lowercase --patience "$PATIENCE" \
     $([ "$1" != transformer ] && [ -f "$WORK/ckpt/$TGT/transformer_s$2/test.gen" ] \
       && echo --baseline "$WORK/ckpt/$TGT/transformer_s$2") > "$dir/result.json.tmp"
   mv "$dir/result.json.tmp" "$dir/result.json"

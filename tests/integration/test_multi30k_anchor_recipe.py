@@ -2,7 +2,8 @@
 text through fairseq-preprocess for the transformer, the same sentences as right-branching trees through
 fairseq-tree-preprocess for tree2seq (checked token for token against fairseq-preprocess's; PREPARE_ONLY=1 stops
 there), two updates each,
-the average, beam search, both metrics, the paired bootstrap, and a rerun that trains nothing."""
+the average, beam search, both metrics, the paired bootstrap, a rerun that trains nothing, and a resumed run whose
+log holds the stop of one uninterrupted --patience run, not started again."""
 
 import json
 import subprocess
@@ -31,7 +32,7 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
     (m30k / "test.de").write_text("".join(test_de[:40]), encoding="utf-8")
     env = dict(PYTHON=sys.executable, REVISIT=str(rv.parent), M30K=str(m30k), SHARED=str(SHARED),
                RUNS="transformer tree2seq_trivial", UPDATES="2", AVERAGE="1",
-               GEN_EXTRA="--max-len-a 0 --max-len-b 5", PATH="/usr/bin:/bin", HOME=str(tmp_path))
+               GEN_EXTRA="--max-len-a 0 --max-len-b 5", POLL="1", PATH="/usr/bin:/bin", HOME=str(tmp_path))
     cmd = ["bash", str(REPO / "scripts" / "recipes" / "multi30k_anchor.sh"), str(tmp_path / "work")]
     # PREPARE_ONLY: the data-bins (the tree one checked against fairseq-preprocess's), no training
     prep = subprocess.run(cmd, env=dict(env, PREPARE_ONLY="1"), capture_output=True, text=True, timeout=900)
@@ -55,3 +56,13 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert len(logs) == 2 and all(p.read_text() == text and text.count("start/resume") == 1 for p, text in logs.items())
+    # an unfinished run whose saved validations already stop a --patience 1 run (a worse epoch 3 appended, as a
+    # killed-and-resumed run's log can hold) is marked done without training: fairseq would count afresh
+    run = tmp_path / "work" / "ckpt" / "de" / "transformer_s1"
+    (run / ".done").unlink()
+    with (run / "train.log").open("a", encoding="utf-8") as log:
+        log.write(f"2026-11-26 09:07:15 | INFO | fairseq.checkpoint_utils | Saved checkpoint {run}/checkpoint3.pt "
+                  "(epoch 3 @ 3 updates, score 99.0) (writing took 0.05 seconds)\n")
+    stopped = subprocess.run(cmd, env=dict(env, PATIENCE="1"), capture_output=True, text=True, timeout=300)
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    assert (run / "train.log").read_text().count("start/resume") == 1 and (run / ".done").is_file()
