@@ -6,6 +6,7 @@
     fairseq-tree-report tree2seq WORK --tgts de fr --trees stanza trivial   # scripts/recipes/train_tree2seq_multi30k.sh
     fairseq-tree-report sst WORK                                            # scripts/recipes/train_sst.sh
     fairseq-tree-report curves LOG [LOG ...] --names A B --metric uf1 --png curve.png
+    fairseq-tree-report anchor WORK --reference test.de --lang de                # scripts/recipes/multi30k_anchor.sh
 
 ``translation``: a run directory holds ``train.log`` and ``test.gen`` (``fairseq-generate --remove-bpe`` on the
 test set; ``valid.gen`` too when present). Reported: fairseq's BLEU of each .gen (on the tokenized text, as
@@ -24,7 +25,8 @@ import json
 import sys
 from pathlib import Path
 
-from fairseq_tree.cli import report_curves, report_sst, report_tree2seq
+from fairseq_tree.cli import report_anchor, report_curves, report_sst, report_tree2seq
+from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.evaluation.translation_runs import (
     RunError,
     detokenize,
@@ -38,7 +40,7 @@ from fairseq_tree.evaluation.translation_runs import (
 )
 
 #: the recipes' result tables: ``fairseq-tree-report NAME --help`` lists each one's options
-TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves}
+TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves, "anchor": report_anchor}
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -106,6 +108,7 @@ def main(argv=None) -> int:
 
 
 def cli_main() -> None:
+    setup_logging()
     sys.exit(main())
 
 

@@ -43,21 +43,30 @@ def main(argv=None):
     for u in steps:
         print(f"| {u:,} | " + " | ".join(f"{c[u]:.1f}" if u in c else "" for c in curves) + " |")
     if args.png:
-        import matplotlib
+        plot(names, curves, args.metric, args.png, args.baseline)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name, c in zip(names, curves):
-            ax.plot(sorted(c), [c[u] for u in sorted(c)], marker="o", label=name)
-        if args.baseline is not None:
-            ax.axhline(args.baseline, color="gray", linestyle="--", label="baseline")
-        ax.set_xlabel("updates")
-        ax.set_ylabel(args.metric)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.png, dpi=120)
+def plot(names, curves, metric: str, path: str, baseline=None, zoom=None) -> None:
+    """Each curve ({updates: value}) a line; ``zoom``: the y axis from the smallest value to that much above it
+    (the end of training, where losses differ in the second decimal)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name, c in zip(names, curves):
+        ax.plot(sorted(c), [c[u] for u in sorted(c)], marker="o", markersize=2, label=name)
+    if baseline is not None:
+        ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
+    if zoom is not None:
+        low = min(min(c.values()) for c in curves)
+        ax.set_ylim(low - 0.05 * zoom, low + zoom)
+    ax.set_xlabel("updates")
+    ax.set_ylabel(metric)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def cli_main() -> None:

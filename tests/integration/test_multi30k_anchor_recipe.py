@@ -51,6 +51,13 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
     assert "paired_p" in rows[1] and "paired_p" not in rows[0]
     flags = (tmp_path / "work" / "ckpt" / "de" / "tree2seq_trivial_s1" / "flags.txt").read_text()
     assert "--arch tree2seq_multi30k_tiny" in flags and "--tree-batch-by leaves" in flags
+    # the table: both runs, and trivial trees against the same-seed transformer
+    table = subprocess.run([sys.executable, "-m", "fairseq_tree.cli.report", "anchor", str(tmp_path / "work"),
+                            "--reference", str(m30k / "test.de"), "--seeds", "1", "--bootstrap-samples", "20"],
+                           capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "| transformer | 1 |" in table.stdout and "| tree2seq_trivial | 1 |" in table.stdout
+    assert "| tree2seq_trivial − transformer | 1 |" in table.stdout
     # a rerun trains and scores nothing again
     logs = {p: p.read_text() for p in (tmp_path / "work" / "ckpt" / "de").glob("*/train.log")}
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -1,0 +1,113 @@
+"""The results table of ``scripts/recipes/multi30k_anchor.sh`` (issue 30): each row's test BLEU in the anchor's
+metric (fairseq's BLEU4 on the tokenized, lowercased text) and sacreBLEU (detokenized, lowercased), per seed and
+mean ± sd, where each run stopped; then the comparisons, seed against same seed: the per-seed differences (mean ±
+sd), sacreBLEU's paired bootstrap p per seed, and a two-sided one-sample t-test of the per-seed differences over
+the seeds (the seed noise: it needs two seeds or more).
+
+    fairseq-tree-report anchor WORK --reference ../shared/data/multi30k/test.de --lang de \\
+        [--runs transformer tree2seq_trivial tree2seq_lal] [--seeds 1 2 3] [--png curves.png]
+
+Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen``; a
+run without result.json is named on stderr and left out. ``--png`` draws every run's validation loss against
+updates, unfinished runs too (:mod:`fairseq_tree.cli.report_curves`).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from fairseq_tree.cli import report_curves
+from fairseq_tree.evaluation.translation_runs import detokenize, generate_lines, mean_sd, paired_p
+
+#: (system, baseline) pairs compared, when both were run
+COMPARISONS = [("tree2seq_lal", "transformer"), ("tree2seq_lal", "tree2seq_trivial"),
+               ("tree2seq_trivial", "transformer")]
+
+
+def t_test_p(diffs) -> float:
+    """Two-sided p of the one-sample t-test of ``diffs`` against 0 (n - 1 degrees of freedom)."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise SystemExit("fairseq-tree-report anchor: the t-test over seeds needs scipy (pip install scipy)") from None
+    return float(stats.ttest_1samp(diffs, 0.0).pvalue)
+
+
+def load(work: Path, tgt: str, runs, seeds) -> dict:
+    """-> {run: {seed: result.json record}} of the finished runs (the others named on stderr)."""
+    found = {}
+    for run in runs:
+        for seed in seeds:
+            path = work / "ckpt" / tgt / f"{run}_s{seed}" / "result.json"
+            if path.is_file():
+                found.setdefault(run, {})[seed] = json.loads(path.read_text())
+            else:
+                print(f"{path.parent}: no result.json (not trained or not finished)", file=sys.stderr)
+    return found
+
+
+def rows(found: dict) -> list:
+    """The per-run Markdown rows."""
+    out = ["| run | seeds | BLEU4 (fairseq, tokenized) | mean ± sd | sacreBLEU (detokenized) | mean ± sd | "
+           "valid BLEU4 | stop: epoch / updates | train min | device |", "|---|---|---|---:|---|---:|---|---|---|---|"]
+    for run, by_seed in found.items():
+        rs = list(by_seed.values())
+        fs, ss = [r["test_fairseq_bleu"] for r in rs], [r["test_sacrebleu"] for r in rs]
+        stops = " / ".join(f"{r['epochs']} / {r['updates']}" + (" (patience)" if r.get("stopped_by_patience") else "")
+                           for r in rs)
+        out.append(f"| {run} | {' '.join(by_seed)} | {' / '.join(f'{b:.2f}' for b in fs)} | {mean_sd(fs)} | "
+                   f"{' / '.join(f'{b:.2f}' for b in ss)} | {mean_sd(ss)} | "
+                   f"{' / '.join(str(r.get('valid_fairseq_bleu', '—')) for r in rs)} | {stops} | "
+                   f"{' / '.join(format(r['train_minutes'], '.0f') for r in rs)} | {rs[0]['device']} |")
+    return out
+
+
+def comparisons(found: dict, refs, lang: str, samples: int) -> list:
+    """The Markdown rows of :data:`COMPARISONS`, over the seeds both runs have."""
+    out = ["| comparison | seeds | Δ BLEU4 per seed | mean ± sd | Δ sacreBLEU per seed | mean ± sd | "
+           "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) |",
+           "|---|---|---|---:|---|---:|---|---:|"]
+    for system, base in COMPARISONS:
+        seeds = [s for s in found.get(system, {}) if s in found.get(base, {})]
+        if not seeds:
+            continue
+        a, b = found[system], found[base]
+        df = [a[s]["test_fairseq_bleu"] - b[s]["test_fairseq_bleu"] for s in seeds]
+        ds = [a[s]["test_sacrebleu"] - b[s]["test_sacrebleu"] for s in seeds]
+        hyps = {name: {s: detokenize(generate_lines(Path(found[name][s]["run"]) / "test.gen", "H"), lang)
+                       for s in seeds} for name in (system, base)}
+        p = [paired_p(hyps[base][s], hyps[system][s], refs, samples, lowercase=True) for s in seeds]
+        t = f"{t_test_p(ds):.3f}" if len(ds) > 1 and statistics.stdev(ds) > 0 else "— (one seed)"
+        out.append(f"| {system} − {base} | {' '.join(seeds)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
+                   f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
+                   f"{' / '.join(f'{x:.3f}' for x in p)} | {t} |")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="fairseq-tree-report anchor", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("work", type=Path)
+    ap.add_argument("--reference", required=True, help="the raw test references (sacreBLEU's bootstrap)")
+    ap.add_argument("--lang", default="de")
+    ap.add_argument("--runs", nargs="+", default=["transformer", "tree2seq_trivial", "tree2seq_lal"])
+    ap.add_argument("--seeds", nargs="+", default=["1", "2", "3"])
+    ap.add_argument("--bootstrap-samples", type=int, default=1000)
+    ap.add_argument("--png", help="also draw every run's validation loss against updates into this file")
+    args = ap.parse_args(argv)
+    found = load(args.work, args.lang, args.runs, args.seeds)
+    if not found:
+        raise SystemExit(f"{args.work}: no finished run of {' '.join(args.runs)}")
+    refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
+    print(f"**en-{args.lang}**, test 2016, beam 5, the last epoch checkpoints averaged\n")
+    print("\n".join(rows(found)))
+    print()
+    print("\n".join(comparisons(found, refs, args.lang, args.bootstrap_samples)))
+    if args.png:
+        logs = [args.work / "ckpt" / args.lang / f"{run}_s{s}" / "train.log" for run in args.runs for s in args.seeds]
+        logs = [log for log in logs if log.is_file()]
+        report_curves.plot([log.parent.name for log in logs], [report_curves.curve(log, "loss") for log in logs],
+                           "validation loss", args.png, zoom=1.5)
+    return 0

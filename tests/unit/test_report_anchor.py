@@ -1,0 +1,57 @@
+"""fairseq-tree-report anchor (cli/report_anchor.py): the per-run rows and the same-seed comparisons of the
+Multi30k anchor recipe's runs, on hand-made result.json and test.gen files with hand-computed differences and
+t-test p-values (Student's t with 1 and 2 degrees of freedom in closed form)."""
+
+import json
+import math
+
+from fairseq_tree.cli import report_anchor
+
+SENTENCES = ["ein hund läuft .", "zwei männer spielen fußball .", "eine frau liest ein buch ."]
+
+
+def make_run(work, name, seed, fairseq_bleu, sacrebleu, hyps):
+    run = work / "ckpt" / "de" / f"{name}_s{seed}"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps({
+        "run": str(run), "test_fairseq_bleu": fairseq_bleu, "test_sacrebleu": sacrebleu, "updates": 5146,
+        "epochs": 83, "stopped_by_patience": True, "train_minutes": 641.1, "device": "cpu",
+        "valid_fairseq_bleu": 41.94}))
+    (run / "train.log").write_text("".join(f"epoch {e:03d} | valid on 'valid' subset | loss {5 - e / 10} | "
+                                           f"num_updates {62 * e}\n" for e in (1, 2)))
+    (run / "test.gen").write_text("".join(f"S-{i}\tx\nH-{i}\t-0.5\t{h}\n" for i, h in enumerate(hyps)))
+
+
+def test_rows_and_same_seed_comparisons(tmp_path, capsys):
+    make_run(tmp_path, "transformer", 1, 41.0, 41.1, SENTENCES)
+    make_run(tmp_path, "transformer", 2, 40.0, 40.2, ["ein hund .", "zwei männer spielen .", "eine frau liest ."])
+    make_run(tmp_path, "tree2seq_lal", 1, 41.5, 41.3, SENTENCES)
+    make_run(tmp_path, "tree2seq_lal", 2, 41.0, 40.9, SENTENCES)
+    make_run(tmp_path, "tree2seq_trivial", 1, 41.2, 41.0, SENTENCES)
+    refs = tmp_path / "test.de"
+    refs.write_text("\n".join(s.capitalize() for s in SENTENCES) + "\n")
+    png = tmp_path / "curves.png"
+    assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--lang", "de", "--seeds", "1", "2",
+                               "--bootstrap-samples", "50", "--png", str(png)]) == 0
+    out = capsys.readouterr()
+    lines = {line.split(" | ")[0]: line for line in out.out.splitlines() if line.startswith("| ")}
+    assert "| 41.00 / 40.00 | 40.50 ± 0.71 | 41.10 / 40.20 | 40.65 ± 0.64 |" in lines["| transformer"]
+    assert "83 / 5146 (patience) / 83 / 5146 (patience)" in lines["| transformer"]
+    assert "tree2seq_trivial_s2: no result.json" in out.err
+    # LAL − transformer over seeds 1 and 2: ΔBLEU4 +0.5, +1.0; ΔsacreBLEU +0.2, +0.7 (mean 0.45, sd 0.3536):
+    # t = 0.45 / (0.3536 / sqrt 2) = 1.8 with 1 degree of freedom, p = 1 - 2/pi atan(1.8)
+    lal = lines["| tree2seq_lal − transformer"]
+    assert "| 1 2 | +0.50 / +1.00 | +0.75 ± 0.35 | +0.20 / +0.70 | +0.45 ± 0.35 |" in lal
+    assert lal.endswith(f"| {1 - 2 / math.pi * math.atan(1.8):.3f} |")
+    bootstrap = [float(p) for p in lal.split(" | ")[6].split(" / ")]
+    assert len(bootstrap) == 2 and all(0 <= p <= 1 for p in bootstrap)
+    # LAL − trivial: the one seed both have
+    assert "| 1 | +0.30 | +0.30 (one seed) | +0.30 | +0.30 (one seed) |" in lines["| tree2seq_lal − tree2seq_trivial"]
+    assert lines["| tree2seq_lal − tree2seq_trivial"].endswith("| — (one seed) |")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the validation-loss curves of the five runs
+
+
+def test_t_test_p_two_degrees_of_freedom():
+    # diffs 1, 2, 3: t = 2 / (1 / sqrt 3); with 2 degrees of freedom p = 1 - t / sqrt(2 + t^2)
+    t = 2 * math.sqrt(3)
+    assert abs(report_anchor.t_test_p([1.0, 2.0, 3.0]) - (1 - t / math.sqrt(2 + t * t))) < 1e-9
