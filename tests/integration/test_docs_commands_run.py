@@ -59,6 +59,8 @@ SKIP = [
                                         "checked by test_docs_commands.py"),
     ("*", "fairseq-tree-report tree2seq work/", "reads the output folder of train_tree2seq_multi30k.sh (a recipe)"),
     ("*", "fairseq-tree-report sst work/sst", "reads the output folder of train_sst.sh (a recipe)"),
+    ("*", "fairseq-tree-report anchor work/anchor", "reads the output folder of multi30k_anchor.sh (a recipe; its "
+                                                   "test runs this table)"),
     ("induction.md", "fairseq-tree-report curves work/induction/", "reads the log of train_induction_ptb.sh "
                                                                   "(a recipe)"),
     ("preprocessing.md", "--launcher slurm", "submits to SLURM"),
