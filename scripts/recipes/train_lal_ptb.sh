@@ -5,7 +5,9 @@
 # predicted tags; models trained --no-pos-tags predict their own).
 #
 #   scripts/recipes/train_lal_ptb.sh [SHARED=../shared] [WORK=work/lal_ptb]
-#   env: MINUTES=5 (training time per setting), ARCH=lal_parser_small,
+#   env: MINUTES=5 (training time per setting, in all: a rerun resumes from the checkpoint and trains the rest),
+#        PATIENCE=0 (> 0: also stop once wsj22 F1 has not improved for that many validations, 150 updates apart;
+#        counted over the whole log, as fairseq counts afresh after a resume), ARCH=lal_parser_small,
 #        CONFIGS="tags_untied tags_tied notags_untied notags_tied stanza", EXTRA="..." (more fairseq-train flags),
 #        STANZA_SIZE=small (the `stanza` setting: stanza's tagger + constituency parser trained on the same
 #        data by scripts/recipes/train_stanza_parser.sh, dev = wsj22, scored by the same scorer; it predicts its own
@@ -98,13 +100,16 @@ PYEOF
   case $C in *notags*) FLAGS="$FLAGS --no-pos-tags";; esac
   case $C in *_tied) FLAGS="$FLAGS --lal-tie-heads";; esac
   CK=$WORK/ckpt_$C
-  fairseq-train "$WORK/data-bin" --user-dir fairseq_tree --task constituency_parsing --arch "$ARCH" $FLAGS \
+  STOP=""  # a resumed run whose log already holds its patience stop trains no more
+  [ "${PATIENCE:-0}" -gt 0 ] && [ -f "$WORK/train_$C.log" ] && \
+    STOP=$(fairseq-tree-report patience "$WORK/train_$C.log" --patience "$PATIENCE" --maximize)
+  [ -n "$STOP" ] || fairseq-train "$WORK/data-bin" --user-dir fairseq_tree --task constituency_parsing --arch "$ARCH" $FLAGS \
     --criterion span_hinge_dependency --optimizer adam --adam-betas '(0.9,0.98)' --lr 2e-3 \
     --lr-scheduler inverse_sqrt --warmup-updates 100 --clip-norm 5 --max-tokens 1000 --max-positions 152 --cpu --seed 1 \
     --max-epoch 1000 --stop-time-hours "$HOURS" --save-dir "$CK" --no-epoch-checkpoints \
     --best-checkpoint-metric f1 --maximize-best-checkpoint-metric --validate-interval-updates 150 --skip-invalid-size-inputs-valid-test \
-    --save-interval-updates 150 --keep-interval-updates 1 --log-format simple --log-interval 20 $EXTRA \
-    > "$WORK/train_$C.log" 2>&1
+    --save-interval-updates 150 --keep-interval-updates 1 --log-format simple --log-interval 20 \
+    --patience "${PATIENCE:-0}" $EXTRA >> "$WORK/train_$C.log" 2>&1
   UPD=$(grep -o 'num_updates [0-9]*' "$WORK/train_$C.log" | tail -1 | awk '{print $2}')
   for S in ptbvalid wsj22; do
     if [ $S = ptbvalid ]; then IN=$D/ptb_sample/valid.mrg; DEP=$D/ptb_sample/valid.conllu; else IN=$D/wsj22/wsj22.mrg; DEP=$D/wsj22/wsj22.sd.conll; fi
