@@ -6,10 +6,8 @@ import sys
 
 
 def setup_logging() -> None:
-    """For a CLI's own process: ``force``, because importing fairseq already called ``logging.basicConfig`` (its
-    ``wav2vec2_classification`` at DEBUG), which made every library's DEBUG lines print (matplotlib's font search)."""
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.WARNING,
-                        stream=sys.stderr, force=True)
+                        stream=sys.stderr)
     logging.getLogger("fairseq_tree").setLevel(logging.INFO)
 
 

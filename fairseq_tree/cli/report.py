@@ -22,11 +22,11 @@ been resumed (fairseq counts afresh after a resume; a recipe stops the run there
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
 from fairseq_tree.cli import report_anchor, report_curves, report_sst, report_tree2seq
-from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.evaluation.translation_runs import (
     RunError,
     detokenize,
@@ -108,7 +108,9 @@ def main(argv=None) -> int:
 
 
 def cli_main() -> None:
-    setup_logging()
+    # importing fairseq set the root logger to DEBUG (its wav2vec2_classification calls logging.basicConfig), and
+    # --png's matplotlib would print its font search: its logger alone, in this CLI's process
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     sys.exit(main())
 
 
