@@ -4,7 +4,7 @@ mean ± sd, where each run stopped; then the comparisons, seed against same seed
 sd), sacreBLEU's paired bootstrap p per seed, and a two-sided one-sample t-test of the per-seed differences over
 the seeds (the seed noise: it needs two seeds or more).
 
-    fairseq-tree-report anchor WORK --reference ../shared/data/multi30k/test.de --lang de \\
+    fairseq-tree-report anchor WORK --reference raw/test.de --lang de \\
         [--runs transformer tree2seq_trivial tree2seq_lal] [--seeds 1 2 3] [--png curves.png]
 
 Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen``; a
@@ -69,6 +69,13 @@ def comparisons(found: dict, refs, lang: str, samples: int) -> list:
     out = ["| comparison | seeds | Δ BLEU4 per seed | mean ± sd | Δ sacreBLEU per seed | mean ± sd | "
            "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) |",
            "|---|---|---|---:|---|---:|---|---:|"]
+    hyps = {}  # (run, seed) -> detokenized test hypotheses, read once for every comparison that uses them
+
+    def detokenized(run: str, seed: str):
+        if (run, seed) not in hyps:
+            hyps[run, seed] = detokenize(generate_lines(Path(found[run][seed]["run"]) / "test.gen", "H"), lang)
+        return hyps[run, seed]
+
     for system, base in COMPARISONS:
         seeds = [s for s in found.get(system, {}) if s in found.get(base, {})]
         if not seeds:
@@ -76,10 +83,11 @@ def comparisons(found: dict, refs, lang: str, samples: int) -> list:
         a, b = found[system], found[base]
         df = [a[s]["test_fairseq_bleu"] - b[s]["test_fairseq_bleu"] for s in seeds]
         ds = [a[s]["test_sacrebleu"] - b[s]["test_sacrebleu"] for s in seeds]
-        hyps = {name: {s: detokenize(generate_lines(Path(found[name][s]["run"]) / "test.gen", "H"), lang)
-                       for s in seeds} for name in (system, base)}
-        p = [paired_p(hyps[base][s], hyps[system][s], refs, samples, lowercase=True) for s in seeds]
-        t = f"{t_test_p(ds):.3f}" if len(ds) > 1 and statistics.stdev(ds) > 0 else "— (one seed)"
+        p = [paired_p(detokenized(base, s), detokenized(system, s), refs, samples, lowercase=True) for s in seeds]
+        if len(ds) < 2:
+            t = "— (one seed)"
+        else:  # equal differences have no spread: no t statistic
+            t = f"{t_test_p(ds):.3f}" if statistics.stdev(ds) > 0 else "— (no spread)"
         out.append(f"| {system} − {base} | {' '.join(seeds)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
                    f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
                    f"{' / '.join(f'{x:.3f}' for x in p)} | {t} |")
