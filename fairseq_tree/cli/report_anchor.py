@@ -8,8 +8,10 @@ the seeds (the seed noise: it needs two seeds or more).
         [--runs transformer tree2seq_trivial tree2seq_lal] [--seeds 1 2 3] [--png curves.png]
 
 Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen``; a
-run without result.json is named on stderr and left out. ``--png`` draws every run's validation loss against
-updates, unfinished runs too (:mod:`fairseq_tree.cli.report_curves`).
+run without result.json is named on stderr and left out of both tables; one still training (a train.log, no
+result.json) gets a row in a third table: its last saved validation, its best so far, and the same-seed
+Transformer's validation loss at that epoch (the answer so far, in validation loss only). ``--png`` draws every
+run's validation loss against updates, unfinished runs too (:mod:`fairseq_tree.cli.report_curves`).
 """
 
 import argparse
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tree.cli import report_curves
-from fairseq_tree.evaluation.translation_runs import detokenize, generate_lines, mean_sd, paired_p
+from fairseq_tree.evaluation.translation_runs import detokenize, generate_lines, mean_sd, paired_p, saved_scores
 
 #: (system, baseline) pairs compared, when both were run
 COMPARISONS = [("tree2seq_lal", "transformer"), ("tree2seq_lal", "tree2seq_trivial"),
@@ -91,7 +93,30 @@ def comparisons(found: dict, refs, lang: str, samples: int) -> list:
         out.append(f"| {system} − {base} | {' '.join(seeds)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
                    f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
                    f"{' / '.join(f'{x:.3f}' for x in p)} | {t} |")
+    if len(out) == 2:
+        return ["No comparison yet: it needs two finished runs with a common seed."]
     return out
+
+
+def in_progress(work: Path, tgt: str, runs, seeds, found: dict) -> list:
+    """The Markdown rows of the runs still training (a train.log, no result.json): the last saved validation
+    (epoch / updates, loss), the best so far, and the same-seed Transformer's validation loss at the same epoch."""
+    out = ["| training | seed | last validation: epoch / updates | valid loss | best so far (epoch) | "
+           "transformer, same seed, same epoch |", "|---|---|---|---:|---|---:|"]
+    for run in runs:
+        for seed in seeds:
+            log = work / "ckpt" / tgt / f"{run}_s{seed}" / "train.log"
+            scores = saved_scores(log) if log.is_file() and seed not in found.get(run, {}) else []
+            if not scores:
+                continue
+            (last, loss), (best_at, best) = scores[-1], min(scores, key=lambda s: s[1])
+            base_log = work / "ckpt" / tgt / f"transformer_s{seed}" / "train.log"
+            base = {}
+            if run != "transformer" and base_log.is_file():
+                base = {stop.epoch: score for stop, score in saved_scores(base_log)}
+            out.append(f"| {run} | {seed} | {last.epoch} / {last.updates} | {loss:.3f} | {best:.3f} "
+                       f"({best_at.epoch}) | {format(base[last.epoch], '.3f') if last.epoch in base else '—'} |")
+    return out if len(out) > 2 else []
 
 
 def main(argv=None):
@@ -113,6 +138,9 @@ def main(argv=None):
     print("\n".join(rows(found)))
     print()
     print("\n".join(comparisons(found, refs, args.lang, args.bootstrap_samples)))
+    training = in_progress(args.work, args.lang, args.runs, args.seeds, found)
+    if training:
+        print("\n" + "\n".join(training))
     if args.png:
         logs = [args.work / "ckpt" / args.lang / f"{run}_s{s}" / "train.log" for run in args.runs for s in args.seeds]
         logs = [log for log in logs if log.is_file()]

@@ -55,3 +55,29 @@ def test_t_test_p_two_degrees_of_freedom():
     # diffs 1, 2, 3: t = 2 / (1 / sqrt 3); with 2 degrees of freedom p = 1 - t / sqrt(2 + t^2)
     t = 2 * math.sqrt(3)
     assert abs(report_anchor.t_test_p([1.0, 2.0, 3.0]) - (1 - t / math.sqrt(2 + t * t))) < 1e-9
+
+
+def saved(run_dir, scores):
+    """A train.log of fairseq's checkpoint saves, one per (epoch, loss) (62 updates an epoch)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "train.log").write_text("".join(
+        f"INFO | fairseq.checkpoint_utils | Saved checkpoint {run_dir}/checkpoint{e}.pt (epoch {e} @ {62 * e} "
+        f"updates, score {loss}) (writing took 0.1 seconds)\n" for e, loss in scores))
+
+
+def test_runs_in_progress_against_the_same_seed_transformer(tmp_path, capsys):
+    make_run(tmp_path, "transformer", 1, 41.0, 41.1, SENTENCES)
+    ckpt = tmp_path / "ckpt" / "de"
+    saved(ckpt / "transformer_s1", [(1, 9.0), (2, 7.5), (3, 6.25)])  # the finished baseline's log
+    saved(ckpt / "tree2seq_lal_s1", [(1, 8.9), (2, 7.0), (3, 7.25)])  # best at epoch 2, last at 3
+    saved(ckpt / "transformer_s2", [(1, 9.5)])  # a baseline in progress: no baseline of its own
+    saved(ckpt / "tree2seq_trivial_s2", [(1, 9.25), (2, 8.0)])  # the seed-2 baseline has no epoch 2 yet
+    refs = tmp_path / "test.de"
+    refs.write_text("\n".join(SENTENCES) + "\n")
+    assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--seeds", "1", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "No comparison yet: it needs two finished runs with a common seed." in out
+    rows = [line for line in out.splitlines() if line.startswith("| tree2seq") or line.startswith("| transformer | 2")]
+    assert rows == ["| transformer | 2 | 1 / 62 | 9.500 | 9.500 (1) | — |",
+                    "| tree2seq_trivial | 2 | 2 / 124 | 8.000 | 8.000 (2) | — |",
+                    "| tree2seq_lal | 1 | 3 / 186 | 7.250 | 7.000 (2) | 6.250 |"]
