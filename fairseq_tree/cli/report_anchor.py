@@ -37,12 +37,17 @@ def t_test_p(diffs) -> float:
     return float(stats.ttest_1samp(diffs, 0.0).pvalue)
 
 
+def run_dir(work: Path, tgt: str, run: str, seed: str) -> Path:
+    """The recipe's folder of one run: WORK/ckpt/TGT/RUN_sSEED."""
+    return work / "ckpt" / tgt / f"{run}_s{seed}"
+
+
 def load(work: Path, tgt: str, runs, seeds) -> dict:
     """-> {run: {seed: result.json record}} of the finished runs (the others named on stderr)."""
     found = {}
     for run in runs:
         for seed in seeds:
-            path = work / "ckpt" / tgt / f"{run}_s{seed}" / "result.json"
+            path = run_dir(work, tgt, run, seed) / "result.json"
             if path.is_file():
                 found.setdefault(run, {})[seed] = json.loads(path.read_text())
             else:
@@ -103,17 +108,17 @@ def in_progress(work: Path, tgt: str, runs, seeds, found: dict) -> list:
     (epoch / updates, loss), the best so far, and the same-seed Transformer's validation loss at the same epoch."""
     out = ["| training | seed | last validation: epoch / updates | valid loss | best so far (epoch) | "
            "transformer, same seed, same epoch |", "|---|---|---|---:|---|---:|"]
+    logs = {seed: run_dir(work, tgt, "transformer", seed) / "train.log" for seed in seeds}
+    baselines = {seed: {stop.epoch: score for stop, score in saved_scores(log)} if log.is_file() else {}
+                 for seed, log in logs.items()}  # seed -> {epoch: the Transformer's validation loss}
     for run in runs:
         for seed in seeds:
-            log = work / "ckpt" / tgt / f"{run}_s{seed}" / "train.log"
+            log = run_dir(work, tgt, run, seed) / "train.log"
             scores = saved_scores(log) if log.is_file() and seed not in found.get(run, {}) else []
             if not scores:
                 continue
             (last, loss), (best_at, best) = scores[-1], min(scores, key=lambda s: s[1])
-            base_log = work / "ckpt" / tgt / f"transformer_s{seed}" / "train.log"
-            base = {}
-            if run != "transformer" and base_log.is_file():
-                base = {stop.epoch: score for stop, score in saved_scores(base_log)}
+            base = baselines[seed] if run != "transformer" else {}
             out.append(f"| {run} | {seed} | {last.epoch} / {last.updates} | {loss:.3f} | {best:.3f} "
                        f"({best_at.epoch}) | {format(base[last.epoch], '.3f') if last.epoch in base else '—'} |")
     return out if len(out) > 2 else []
@@ -142,7 +147,7 @@ def main(argv=None):
     if training:
         print("\n" + "\n".join(training))
     if args.png:
-        logs = [args.work / "ckpt" / args.lang / f"{run}_s{s}" / "train.log" for run in args.runs for s in args.seeds]
+        logs = [run_dir(args.work, args.lang, run, s) / "train.log" for run in args.runs for s in args.seeds]
         logs = [log for log in logs if log.is_file()]
         report_curves.plot([log.parent.name for log in logs], [report_curves.curve(log, "loss") for log in logs],
                            "validation loss", args.png, zoom=1.5)
