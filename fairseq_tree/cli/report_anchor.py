@@ -124,6 +124,14 @@ def in_progress(work: Path, tgt: str, runs, seeds, found: dict) -> list:
     return out if len(out) > 2 else []
 
 
+def validation_curves(work: Path, tgt: str, runs, seeds) -> dict:
+    """-> {run directory's name: {updates: validation loss}} of every run with a train.log, finished or not. A run
+    that has not validated yet (it has just started) is left out: it has no point to draw."""
+    logs = [run_dir(work, tgt, run, seed) / "train.log" for run in runs for seed in seeds]
+    curves = {log.parent.name: report_curves.curve(log, "loss", required=False) for log in logs if log.is_file()}
+    return {name: points for name, points in curves.items() if points}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="fairseq-tree-report anchor", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,8 +155,6 @@ def main(argv=None):
     if training:
         print("\n" + "\n".join(training))
     if args.png:
-        logs = [run_dir(args.work, args.lang, run, s) / "train.log" for run in args.runs for s in args.seeds]
-        logs = [log for log in logs if log.is_file()]
-        report_curves.plot([log.parent.name for log in logs], [report_curves.curve(log, "loss") for log in logs],
-                           "validation loss", args.png, zoom=1.5)
+        curves = validation_curves(args.work, args.lang, args.runs, args.seeds)
+        report_curves.plot(list(curves), list(curves.values()), "validation loss", args.png, zoom=1.5)
     return 0

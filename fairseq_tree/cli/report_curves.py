@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 
-def curve(log: Path, metric: str) -> dict:
-    """-> {updates: value} of the validations in ``log``."""
+def curve(log: Path, metric: str, required: bool = True) -> dict:
+    """-> {updates: value} of the validations in ``log``; a log without one is an error when ``required``."""
     points = {}
     for line in log.read_text(errors="replace").splitlines():
         if "valid on 'valid' subset" not in line:
@@ -23,7 +23,7 @@ def curve(log: Path, metric: str) -> dict:
         updates = re.search(r"\| num_updates (\d+)", line)
         if value and updates:
             points[int(updates.group(1))] = float(value.group(1))
-    if not points:
+    if not points and required:
         raise SystemExit(f"{log}: no validation line with '{metric}'")
     return points
 

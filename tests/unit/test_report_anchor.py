@@ -81,3 +81,17 @@ def test_runs_in_progress_against_the_same_seed_transformer(tmp_path, capsys):
     assert rows == ["| transformer | 2 | 1 / 62 | 9.500 | 9.500 (1) | — |",
                     "| tree2seq_trivial | 2 | 2 / 124 | 8.000 | 8.000 (2) | — |",
                     "| tree2seq_lal | 1 | 3 / 186 | 7.250 | 7.000 (2) | 6.250 |"]
+
+
+def test_validation_curves_leave_out_a_run_that_has_not_validated(tmp_path):
+    make_run(tmp_path, "transformer", 1, 41.0, 41.1, SENTENCES)  # valid losses 4.9 and 4.8 at 62 and 124 updates
+    started = tmp_path / "ckpt" / "de" / "tree2seq_lal_s2"
+    started.mkdir(parents=True)
+    (started / "train.log").write_text("epoch 001:     10 / 61 loss=12.1, num_updates=10\n")  # no validation yet
+    curves = report_anchor.validation_curves(tmp_path, "de", ["transformer", "tree2seq_lal"], ["1", "2"])
+    assert curves == {"transformer_s1": {62: 4.9, 124: 4.8}}
+    refs = tmp_path / "test.de"
+    refs.write_text("\n".join(SENTENCES) + "\n")
+    png = tmp_path / "curves.png"
+    assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
