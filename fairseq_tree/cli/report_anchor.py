@@ -62,7 +62,7 @@ def rows(found: dict) -> list:
     for run, by_seed in found.items():
         rs = list(by_seed.values())
         fs, ss = [r["test_fairseq_bleu"] for r in rs], [r["test_sacrebleu"] for r in rs]
-        stops = " / ".join(f"{r['epochs']} / {r['updates']}" + (" (patience)" if r.get("stopped_by_patience") else "")
+        stops = "; ".join(f"{r['epochs']} / {r['updates']}" + (" (patience)" if r.get("stopped_by_patience") else "")
                            for r in rs)
         out.append(f"| {run} | {' '.join(by_seed)} | {' / '.join(f'{b:.2f}' for b in fs)} | {mean_sd(fs)} | "
                    f"{' / '.join(f'{b:.2f}' for b in ss)} | {mean_sd(ss)} | "

@@ -36,7 +36,7 @@ def test_rows_and_same_seed_comparisons(tmp_path, capsys):
     out = capsys.readouterr()
     lines = {line.split(" | ")[0]: line for line in out.out.splitlines() if line.startswith("| ")}
     assert "| 41.00 / 40.00 | 40.50 ± 0.71 | 41.10 / 40.20 | 40.65 ± 0.64 |" in lines["| transformer"]
-    assert "83 / 5146 (patience) / 83 / 5146 (patience)" in lines["| transformer"]
+    assert "83 / 5146 (patience); 83 / 5146 (patience)" in lines["| transformer"]
     assert "tree2seq_trivial_s2: no result.json" in out.err
     # LAL − transformer over seeds 1 and 2: ΔBLEU4 +0.5, +1.0; ΔsacreBLEU +0.2, +0.7 (mean 0.45, sd 0.3536):
     # t = 0.45 / (0.3536 / sqrt 2) = 1.8 with 1 degree of freedom, p = 1 - 2/pi atan(1.8)
