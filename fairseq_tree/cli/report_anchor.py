@@ -10,7 +10,8 @@ the seeds (the seed noise: it needs two seeds or more).
 Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen``; a
 run without result.json is named on stderr and left out of both tables; one still training (a train.log, no
 result.json) gets a row in a third table: its last saved validation, its best so far, and the same-seed
-Transformer's validation loss at that epoch (the answer so far, in validation loss only). ``--png`` draws every
+Transformer's validation loss at that epoch (the answer so far, in validation loss only); before any run has
+finished, that table alone. ``--png`` draws every
 run's validation loss against updates, unfinished runs too (:mod:`fairseq_tree.cli.report_curves`).
 """
 
@@ -144,17 +145,22 @@ def main(argv=None):
     ap.add_argument("--png", help="also draw every run's validation loss against updates into this file")
     args = ap.parse_args(argv)
     found = load(args.work, args.lang, args.runs, args.seeds)
-    if not found:
-        raise SystemExit(f"{args.work}: no finished run of {' '.join(args.runs)}")
-    refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
-    print(f"**en-{args.lang}**, test 2016, beam 5, the last epoch checkpoints averaged\n")
-    print("\n".join(rows(found)))
-    print()
-    print("\n".join(comparisons(found, refs, args.lang, args.bootstrap_samples)))
     training = in_progress(args.work, args.lang, args.runs, args.seeds, found)
+    if not found and not training:
+        raise SystemExit(f"{args.work}: no run of {' '.join(args.runs)} has finished or validated")
+    if found:
+        refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
+        print(f"**en-{args.lang}**, test 2016, beam 5, the last epoch checkpoints averaged\n")
+        print("\n".join(rows(found)))
+        print()
+        print("\n".join(comparisons(found, refs, args.lang, args.bootstrap_samples)))
+    else:
+        print(f"**en-{args.lang}**: no finished run yet")
     if training:
         print("\n" + "\n".join(training))
     if args.png:
         curves = validation_curves(args.work, args.lang, args.runs, args.seeds)
+        if not curves:
+            raise SystemExit(f"{args.work}: no validation to draw into {args.png}")
         report_curves.plot(list(curves), list(curves.values()), "validation loss", args.png, zoom=1.5)
     return 0

@@ -95,3 +95,29 @@ def test_validation_curves_leave_out_a_run_that_has_not_validated(tmp_path):
     png = tmp_path / "curves.png"
     assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_runs_in_progress_before_any_run_has_finished(tmp_path, capsys):
+    ckpt = tmp_path / "ckpt" / "de"
+    saved(ckpt / "transformer_s3", [(1, 9.0), (2, 7.5)])
+    with open(ckpt / "transformer_s3" / "train.log", "a") as log:  # the validations the curves are drawn from
+        log.write("".join(f"epoch {e:03d} | valid on 'valid' subset | loss {x} | num_updates {62 * e}\n"
+                          for e, x in ((1, 9.0), (2, 7.5))))
+    refs = tmp_path / "test.de"
+    refs.write_text("\n".join(SENTENCES) + "\n")
+    png = tmp_path / "curves.png"
+    assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "no finished run yet" in out
+    assert "| transformer | 3 | 2 / 124 | 7.500 | 7.500 (2) | — |" in out.splitlines()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_nothing_finished_or_validated_is_an_error(tmp_path):
+    (tmp_path / "ckpt" / "de" / "transformer_s1").mkdir(parents=True)
+    try:
+        report_anchor.main([str(tmp_path), "--reference", str(tmp_path / "absent.de")])
+    except SystemExit as e:
+        assert "has finished or validated" in str(e)
+    else:
+        raise AssertionError("no error with nothing to report")
