@@ -11,8 +11,8 @@ Reads each run's ``result.json`` (``fairseq-tree-report translation``, written b
 run without result.json is named on stderr and left out of both tables; one still training (a train.log, no
 result.json) gets a row in a third table: its last saved validation, its best so far, and the same-seed
 Transformer's validation loss at that epoch (the answer so far, in validation loss only); before any run has
-finished, that table alone. ``--png`` draws every
-run's validation loss against updates, unfinished runs too (:mod:`fairseq_tree.cli.report_curves`).
+finished, that table alone. ``--png`` draws every run's validation loss against updates, unfinished runs too
+(:mod:`fairseq_tree.cli.report_curves`).
 """
 
 import argparse
