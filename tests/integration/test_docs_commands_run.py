@@ -64,6 +64,8 @@ SKIP = [
     ("induction.md", "fairseq-tree-report curves work/induction/", "reads the log of train_induction_ptb.sh "
                                                                   "(a recipe)"),
     ("preprocessing.md", "--launcher slurm", "submits to SLURM"),
+    ("install.md", "apt-get", "installs a system package (root, network)"),
+    ("install.md", "export", "sets the shell's environment (jemalloc for what it starts; no command of ours)"),
     ("lal.md", "--pretrained-encoder xlnet-large-cased", "downloads xlnet-large-cased (no network here)"),
     ("lal.md", "--path ckpt/lal_xlnet/", "needs the xlnet parser of the command above"),
 ]
