@@ -19,7 +19,7 @@
 #        REVISIT=../shared/data/multi30k_revisit (their files; read from the public repository when absent is left
 #        to the user: git clone https://github.com/LividWo/Revisit-MMT, data/multi30k-en-TGT/)
 #        M30K=../shared/data/multi30k (the raw cased text: sacreBLEU's references, lowercased)
-#  On a CPU, run it under jemalloc (LD_PRELOAD, MALLOC_CONF: docs/tree2seq.md): 1.35x the updates/s of glibc's malloc
+#  On a CPU, run it under jemalloc (LD_PRELOAD, MALLOC_CONF: docs/install.md, Memory allocator): 1.35x the updates/s of glibc's malloc
 # Writes WORK/data-bin/en-TGT, WORK/ckpt/TGT/RUN_sSEED/{train.log,flags.txt,checkpoint_avg10.pt,{valid,test}.gen,
 # test.sacrebleu}, and WORK/results.jsonl (one line per finished run: both metrics, updates, epochs, minutes).
 set -euo pipefail

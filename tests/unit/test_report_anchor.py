@@ -5,6 +5,8 @@ t-test p-values (Student's t with 1 and 2 degrees of freedom in closed form)."""
 import json
 import math
 
+import pytest
+
 from fairseq_tree.cli import report_anchor
 
 SENTENCES = ["ein hund läuft .", "zwei männer spielen fußball .", "eine frau liest ein buch ."]
@@ -115,9 +117,5 @@ def test_runs_in_progress_before_any_run_has_finished(tmp_path, capsys):
 
 def test_nothing_finished_or_validated_is_an_error(tmp_path):
     (tmp_path / "ckpt" / "de" / "transformer_s1").mkdir(parents=True)
-    try:
+    with pytest.raises(SystemExit, match="has finished or validated"):
         report_anchor.main([str(tmp_path), "--reference", str(tmp_path / "absent.de")])
-    except SystemExit as e:
-        assert "has finished or validated" in str(e)
-    else:
-        raise AssertionError("no error with nothing to report")
