@@ -17,7 +17,7 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 mkdir -p "$BUNDLE/whl" "$BUNDLE/shared/data" && BUNDLE=$(cd "$BUNDLE" && pwd)
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version "$PYVER" --implementation cp "${plat[@]}" \
-  -d "$BUNDLE/whl" hydra-core==1.3.2 omegaconf==2.3.0 bitarray sacremoses subword-nmt mock nltk
+  -d "$BUNDLE/whl" hydra-core==1.3.2 omegaconf==2.3.0 bitarray sacremoses subword-nmt mock nltk "setuptools>=77"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" -m pip download -q --no-deps --no-build-isolation --no-binary :all: -d "$tmp" antlr4-python3-runtime==4.9.3 \
   fairseq-fixed==0.12.3.1

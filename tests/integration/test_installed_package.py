@@ -43,8 +43,12 @@ def venv(tmp_path_factory):
     shutil.copytree(REPO / "fairseq_tree", src / "fairseq_tree", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, src / name)
-    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(src),
-        cwd=root, env=env)
+    # the wheel is built by this environment's setuptools (>= 77, pyproject.toml's build-system: the new venv's
+    # bundled one is older), then installed into the new venv
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(src),
+        "-w", root / "dist", cwd=root, env=dict(os.environ))
+    (wheel,) = (root / "dist").glob("fairseq_tree-*.whl")
+    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel, cwd=root, env=env)
     return root, py, env
 
 
