@@ -1,6 +1,7 @@
-"""The package as a user installs it (issue 27): ``pip install .`` (a wheel, not editable) into a virtualenv that
-already has torch and fairseq, then, from a directory outside the repository, every console script answers,
-``fairseq-tree-user-dir`` gives fairseq's ``--user-dir``, and fairseq-train, fairseq-generate and the hub run."""
+"""The package as a user installs it (issue 27): a wheel built by ``pip wheel`` from the checkout (not editable),
+installed into a virtualenv that already has torch and fairseq; then, from a directory outside the repository,
+every console script answers, ``fairseq-tree-user-dir`` gives fairseq's ``--user-dir``, and fairseq-train,
+fairseq-generate and the hub run."""
 
 import os
 import shutil
