@@ -53,15 +53,11 @@ def flags(toks):
     return [t.split("=")[0] for t in toks if re.match(r"^--[a-z]", t)]
 
 
-def help_text(argv):
-    """``argv``'s --help output (stdout + stderr): each program once per session (32 documented commands call 14
-    programs; a subprocess costs ~3 s of imports)."""
-    return _help_text(tuple(str(a) for a in argv))
-
-
 @functools.cache
-def _help_text(argv):
-    proc = subprocess.run(list(argv), capture_output=True, text=True, cwd=str(REPO), timeout=300)
+def help_text(*argv):
+    """The command ``argv``'s output (stdout + stderr), each program once per session (32 documented commands call
+    14 programs; a subprocess costs ~3 s of imports)."""
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=str(REPO), timeout=300)
     return proc.stdout + proc.stderr
 
 
@@ -93,7 +89,7 @@ def test_fairseq_tree_commands_parse(where, line, toks):
     if hasattr(module, "get_parser") and not (len(toks) > 1 and toks[1] in getattr(module, "TABLES", {})):
         module.get_parser().parse_args(toks[1:])  # argparse exits (SystemExit 2) on an unknown flag or choice
     else:  # subcommands and wrappers: their --help names every flag used
-        text = help_text([BIN / toks[0], *[t for t in toks[1:2] if not t.startswith("-")], "--help"])
+        text = help_text(BIN / toks[0], *[t for t in toks[1:2] if not t.startswith("-")], "--help")
         assert all(f in text for f in flags(toks)), f"{where}: {line}"
 
 
@@ -110,7 +106,7 @@ def test_scripts_and_make_targets_exist(where, line, toks):
         pytest.fail(f"{where}: {line}: use the console script, not python -m")
     assert (REPO / script).is_file(), f"{where}: {line}: no {script}"
     if script.endswith(".py"):
-        text = help_text([BIN / "python", REPO / script, "--help"])
+        text = help_text(BIN / "python", REPO / script, "--help")
         assert all(f in text for f in flags(toks)), f"{where}: {line}"
 
 
