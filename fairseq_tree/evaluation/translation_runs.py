@@ -94,6 +94,15 @@ def segments_seconds(walls: Sequence[float]) -> float:
     return total + last
 
 
+def devices(text: str) -> str:
+    """The devices of a log's segments in order of first use, from each fairseq-train start's config ('cpu': True
+    or False): 'cpu', 'gpu', or e.g. 'gpu+cpu' for a run begun on a GPU and resumed on a CPU."""
+    seen = ["cpu" if v == "True" else "gpu" for v in re.findall(r"'cpu': (True|False)", text)]
+    if not seen:  # fairseq < 0.10 logged a Namespace
+        seen = ["cpu" if "--cpu" in text or "cpu=True" in text else "gpu"]
+    return "+".join(dict.fromkeys(seen))
+
+
 def training(log: Path) -> Training:
     """A fairseq-train log (resumed runs append to it) -> its :class:`Training` summary."""
     text = _text(log)
@@ -101,7 +110,7 @@ def training(log: Path) -> Training:
     epochs = re.findall(r"\| epoch (\d+)", text)
     wall = re.findall(r"(?<!\w)wall[= ]([\d.]+)", text)  # not train_wall
     done = re.findall(r"done training in ([\d.]+) seconds", text)
-    device = "cpu" if "--cpu" in text or "'cpu': True" in text else "gpu"
+    device = devices(text)
     # a segment that ends by itself logs "done training"; fairseq's wall meter continues across a resume from its
     # checkpoint, but restarts after a killed one: a segment ends where the meter falls
     seconds = max(sum(float(d) for d in done), segments_seconds([float(w) for w in wall]))

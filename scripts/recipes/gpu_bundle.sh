@@ -7,6 +7,8 @@
 #   scripts/recipes/gpu_bundle.sh [BUNDLE=.gpu] [PYVER=3.12]
 #   env: ANCHOR_BIN=DIR  a Multi30k anchor data-bin (scripts/recipes/multi30k_anchor.sh WORK/data-bin/en-de) for
 #        the throughput probe; SHARED=../shared
+#        ANCHOR_WORK=DIR  a multi30k_anchor.sh work directory whose rows the `runs` phase trains on the card: its
+#        data-bins, and the log, flags and last checkpoint of each unfinished run (the lease goes on from them)
 # Then, on the GPU machine, in a copy of this checkout with BUNDLE beside its files:
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
 set -euo pipefail
@@ -35,4 +37,5 @@ open(p, "w").write(s)
 PYEOF
 for d in ptb_sample sst; do rm -rf "$BUNDLE/shared/data/$d"; cp -r "$SHARED/data/$d" "$BUNDLE/shared/data/"; done
 if [ -n "${ANCHOR_BIN:-}" ]; then rm -rf "$BUNDLE/anchor_bin"; cp -r "$ANCHOR_BIN" "$BUNDLE/anchor_bin"; fi
+[ -z "${ANCHOR_WORK:-}" ] || "$REPO/scripts/recipes/gpu_runs.sh" bundle "$ANCHOR_WORK" "$BUNDLE" "$SHARED"
 du -sh "$BUNDLE"

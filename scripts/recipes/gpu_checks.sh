@@ -6,6 +6,8 @@
 #
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
 #   env: BUDGET=560 (s, all phases)  PHASES="install bench tests compiled parse anchor"  BUNDLE=.gpu
+#        phase `runs` (not in the default list): issue 30's rows trained on the card, below; ANCHOR_RUNS=tree2seq_lal
+#        ANCHOR_SEEDS="2 3" WORKERS=2 PACK_SECS=40 (s kept for packing) RUNS_DEVICE=cuda (cpu: the test's)
 #        ROWS="fp16:8192 bf16:8192 fp16:4096 bf16:4096" (bench rows: autocast dtype : target tokens)
 set -u
 OUTDIR=${1:?OUTDIR}; mkdir -p "$OUTDIR"
@@ -66,5 +68,35 @@ if has anchor && [ -d "$BUNDLE/anchor_bin" ]; then
     solo=$(( ($(left) - 10) / 3 )); [ $solo -gt 45 ] && solo=45
     if [ $solo -gt 15 ]; then for_secs $solo 1; for_secs $(( $(left) - 10 )) 1 2 3 4 5 6; fi
   } > "$OUTDIR/anchor_probe.log" 2>&1
+fi
+if has runs && [ -d "$BUNDLE/anchor_work" ]; then
+  # Multi30k anchor rows (issue 30) trained on the card until the deadline, all at once, each the recipe's
+  # resumable command (scripts/recipes/multi30k_anchor.sh DEVICE=cuda) on a copy of a work directory that
+  # gpu_bundle.sh put in the bundle (ANCHOR_WORK: its data-bins, and run folders to go on from). A lease returns at
+  # most 8 files of 16 MiB: each run's folder comes back as RUN_sSEED.tgz.part-aa, -ab, ... (its log, flags and
+  # last checkpoint, or its results when it finished); scripts/recipes/gpu_runs.sh unpack puts them back.
+  W=/tmp/anchor_work; rm -rf "$W"; cp -r "$BUNDLE/anchor_work" "$W"
+  { pids=()
+    for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+      RUNS=$r SEEDS=$s DEVICE=${RUNS_DEVICE:-cuda} WORKERS=${WORKERS:-2} POLL=5 M30K="$BUNDLE/m30k" LAL_MODEL=none setsid \
+        scripts/recipes/multi30k_anchor.sh "$W" > "/tmp/run_${r}_s$s.log" 2>&1 & pids+=($!)
+    done; done
+    until [ "$(left)" -le "${PACK_SECS:-40}" ]; do
+      alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
+    done
+    for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
+    for d in "$W"/ckpt/*/*/; do  # the last epoch checkpoint whose save the log records (written whole: fairseq
+      n=$(basename "$d"); files=(train.log flags.txt)  # renames it into place; checkpoint_last.pt is a copy)
+      echo "== $n: $(grep -o 'num_updates=[0-9]*' "$d/train.log" | tail -1)"; tail -n 3 "/tmp/run_$n.log"
+      if [ -f "$d/result.json" ]; then
+        for f in .done result.json valid.gen test.gen; do [ -f "$d/$f" ] && files+=("$f"); done
+      else
+        last=$(grep -o "Saved checkpoint [^ ]*/checkpoint[0-9]*\.pt" "$d/train.log" | tail -1 | sed 's#.*/##')
+        [ -n "$last" ] && cp "$d/$last" "$d/resume.pt" && files+=(resume.pt) && echo "$n: resumes from $last"
+      fi
+      tar czf - -C "$d" "${files[@]}" | split -b 16000k - "$OUTDIR/$n.tgz.part-"
+    done
+    ls -l "$OUTDIR"
+  } > "$OUTDIR/runs.log" 2>&1
 fi
 echo "done in $(( $(date +%s) - T0 )) s; logs in $OUTDIR"

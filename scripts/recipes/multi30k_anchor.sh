@@ -12,6 +12,7 @@
 #                            tree2seq_trivial (right-branching trees over the words), tree2seq_lal (LAL_MODEL=CKPT:
 #                            a lal_parser trained --no-pos-tags on lowercased treebank words, as the text is)
 #        SEEDS="1"  TGT=de  UPDATES=8000  PATIENCE=10  AVERAGE=10  DEVICE=cpu|cuda  THREADS=1
+#        WORKERS=0 (fairseq-train --num-workers: batches loaded beside the GPU's step; the same batches either way)
 #        POLL=20 seconds between looks at train.log for the patience stop
 #        GEN_EXTRA="..." more fairseq-generate flags (tests: --max-len-a 0 --max-len-b 5)
 #        PREPARE_ONLY=1: build the data-bins of RUNS and stop (no training): the tree rows' data made where the parser
@@ -112,13 +113,13 @@ OPTIM=(--optimizer adam --adam-betas '(0.9,0.98)' --clip-norm 25 --lr 0.005 --lr
   --warmup-updates 2000 --warmup-init-lr 1e-07 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
   --max-tokens 4096 --update-freq 2)
 SCHEDULE=(--max-update "$UPDATES" --patience "$PATIENCE" --keep-last-epochs "$AVERAGE" --log-format simple --log-interval 10
-  --num-workers 0)
-flags() {  # run seed -> the flags that make the run what it is (its flags.txt)
+  --num-workers "${WORKERS:-0}")
+flags() {  # run seed -> the flags that make the run what it is (its flags.txt; the device is not one of them)
   case $1 in
-    transformer) echo "$DATA --task translation --arch transformer ${TINY[*]} ${OPTIM[*]} --seed $2 -s en -t $TGT ${DEV_FLAGS[*]}" ;;
+    transformer) echo "$DATA --task translation --arch transformer ${TINY[*]} ${OPTIM[*]} --seed $2 -s en -t $TGT" ;;
     tree2seq_trivial|tree2seq_lal) echo "$WORK/data-bin/${1#tree2seq_}.en-$TGT --task tree_translation" \
       "--arch tree2seq_multi30k_tiny --share-all-embeddings --dropout 0.3 ${OPTIM[*]} --tree-batch-by leaves" \
-      "--seed $2 -s en -t $TGT ${DEV_FLAGS[*]}" ;;
+      "--seed $2 -s en -t $TGT" ;;
     *) echo "unknown run $1 (transformer, tree2seq_trivial, tree2seq_lal)" >&2; return 2 ;;
   esac
 }
@@ -127,7 +128,9 @@ run() {  # run seed
   [ -f "$dir/.done" ] && return 0
   mkdir -p "$dir"
   local f; f=$(flags "$1" "$2")
-  if [ -f "$dir/flags.txt" ] && [ "$(cat "$dir/flags.txt")" != "$f" ]; then
+  # a run goes on from its checkpoint on another device, or with its work directory moved (a GPU's copy of it)
+  same() { sed -e 's/ --cpu$//' -e "s#[^ ]*/data-bin/#WORK/data-bin/#"; }
+  if [ -f "$dir/flags.txt" ] && [ "$(same < "$dir/flags.txt")" != "$(echo "$f" | same)" ]; then
     printf '%s\n' "$dir: trained with other flags; use another WORK_DIR" "  was: $(cat "$dir/flags.txt")" "  now: $f" >&2
     return 2
   fi
@@ -137,9 +140,9 @@ run() {  # run seed
   # uninterrupted run stops, read from its log: not started again, or ended once that epoch is saved.
   if [ -n "$(stop_of "$dir")" ]; then touch "$dir/.done"; return 0; fi
   local ud=("${UD[@]}"); [ "$1" = transformer ] || ud=(--user-dir "$REPO/fairseq_tree")  # tree rows need the plugin
-  echo "== $(date -u +%FT%TZ) start/resume" >> "$dir/train.log"
+  echo "== $(date -u +%FT%TZ) start/resume on $DEVICE" >> "$dir/train.log"
   # shellcheck disable=SC2046  # the recorded flags, word-split (none holds a space)
-  fairseq-train "${ud[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f >> "$dir/train.log" 2>&1 &
+  fairseq-train "${ud[@]}" "${SCHEDULE[@]}" --save-dir "$dir" $f "${DEV_FLAGS[@]}" >> "$dir/train.log" 2>&1 &
   TRAIN_PID=$!
   local pid=$TRAIN_PID saves=0 n
   while kill -0 "$pid" 2>/dev/null; do

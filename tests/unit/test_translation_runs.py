@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from fairseq_tree.cli import report
-from fairseq_tree.evaluation.translation_runs import Stop, patience_stop, saved_scores, segments_seconds
+from fairseq_tree.evaluation.translation_runs import Stop, devices, patience_stop, saved_scores, segments_seconds
 
 
 def saved(epoch: int, updates: int, score) -> str:
@@ -91,3 +91,15 @@ def test_report_patience_prints_the_stop_or_nothing(tmp_path, capsys):
 @pytest.mark.parametrize("walls, seconds", [([10, 20, 30], 30), ([400, 100, 200], 600), ([5, 1, 2, 1, 9], 16)])
 def test_segments_seconds(walls, seconds):
     assert segments_seconds(walls) == seconds
+
+
+def config_line(cpu: bool) -> str:
+    """The start of the config dict fairseq 0.12's fairseq-train logs at each start."""
+    return f"2026-11-27 03:43:40 | INFO | fairseq_cli.train | {{'_name': None, 'common': {{'cpu': {cpu}, 'tpu': False"
+
+
+def test_devices_of_the_segments_in_order():
+    assert devices(config_line(True)) == "cpu"
+    assert devices(config_line(False)) == "gpu"
+    assert devices("\n".join([config_line(False), config_line(False), config_line(True)])) == "gpu+cpu"
+    assert devices("\n".join([config_line(True), config_line(False)])) == "cpu+gpu"
