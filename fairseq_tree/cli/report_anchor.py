@@ -7,7 +7,8 @@ the seeds (the seed noise: it needs two seeds or more).
     fairseq-tree-report anchor WORK --reference raw/test.de --lang de \\
         [--runs transformer tree2seq_trivial tree2seq_lal] [--seeds 1 2 3] [--png curves.png]
 
-Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen``; a
+Reads each run's ``result.json`` (``fairseq-tree-report translation``, written by the recipe) and ``test.gen`` in
+WORK/ckpt/TGT/RUN_sSEED (WORK: the recipe's work directory, or its ``ARCHIVE`` of the finished runs); a
 run without result.json is named on stderr and left out of both tables; one still training (a train.log, no
 result.json) gets a row in a third table: its last saved validation, its best so far, and the same-seed
 Transformer's validation loss at that epoch (the answer so far, in validation loss only); before any run has
@@ -72,7 +73,7 @@ def rows(found: dict) -> list:
     return out
 
 
-def comparisons(found: dict, refs, lang: str, samples: int) -> list:
+def comparisons(work: Path, tgt: str, found: dict, refs, lang: str, samples: int) -> list:
     """The Markdown rows of :data:`COMPARISONS`, over the seeds both runs have."""
     out = ["| comparison | seeds | Δ BLEU4 per seed | mean ± sd | Δ sacreBLEU per seed | mean ± sd | "
            "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) |",
@@ -81,7 +82,7 @@ def comparisons(found: dict, refs, lang: str, samples: int) -> list:
 
     def detokenized(run: str, seed: str):
         if (run, seed) not in hyps:
-            hyps[run, seed] = detokenize(generate_lines(Path(found[run][seed]["run"]) / "test.gen", "H"), lang)
+            hyps[run, seed] = detokenize(generate_lines(run_dir(work, tgt, run, seed) / "test.gen", "H"), lang)
         return hyps[run, seed]
 
     for system, base in COMPARISONS:
@@ -153,7 +154,7 @@ def main(argv=None):
         print(f"**en-{args.lang}**, test 2016, beam 5, the last epoch checkpoints averaged\n")
         print("\n".join(rows(found)))
         print()
-        print("\n".join(comparisons(found, refs, args.lang, args.bootstrap_samples)))
+        print("\n".join(comparisons(args.work, args.lang, found, refs, args.lang, args.bootstrap_samples)))
     else:
         print(f"**en-{args.lang}**: no finished run yet")
     if training:

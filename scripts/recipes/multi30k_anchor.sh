@@ -15,6 +15,9 @@
 #        WORKERS=0 (fairseq-train --num-workers: batches loaded beside the GPU's step; the same batches either way)
 #        POLL=20 seconds between looks at train.log for the patience stop
 #        GEN_EXTRA="..." more fairseq-generate flags (tests: --max-len-a 0 --max-len-b 5)
+#        ARCHIVE=DIR: each finished run's record also in DIR/ckpt/TGT/RUN_sSEED (result.json, the test hypotheses and
+#        BLEU line of test.gen, the validations and starts of train.log: some kB, kept in git where a work directory
+#        does not outlive its machine); `fairseq-tree-report anchor DIR` reads it as it reads WORK
 #        PREPARE_ONLY=1: build the data-bins of RUNS and stop (no training): the tree rows' data made where the parser
 #        runs, their training later or elsewhere
 #        REVISIT=../shared/data/multi30k_revisit (their files; read from the public repository when absent is left
@@ -188,12 +191,20 @@ evaluate() {  # run seed
       && echo --baseline "$WORK/ckpt/$TGT/transformer_s$2") > "$dir/result.json.tmp"
   mv "$dir/result.json.tmp" "$dir/result.json"
 }
+archive() {  # run seed: what fairseq-tree-report anchor reads of a finished run, into ARCHIVE
+  local dir=$WORK/ckpt/$TGT/$1_s$2 out=$ARCHIVE/ckpt/$TGT/$1_s$2
+  mkdir -p "$out" && cp "$dir/result.json" "$out/"
+  grep -E '^H-|BLEU4? = ' "$dir/test.gen" > "$out/test.gen"
+  grep -E "start/resume|'cpu': (True|False)|valid on 'valid' subset|Saved checkpoint|done training" "$dir/train.log" \
+    > "$out/train.log"
+}
 for seed in $SEEDS; do
   for r in $RUNS; do
     [ "$r" = transformer ] || tree_databin "${r#tree2seq_}"
     [ "${PREPARE_ONLY:-0}" = 1 ] && continue
     run "$r" "$seed"
     evaluate "$r" "$seed"
+    [ -z "${ARCHIVE:-}" ] || archive "$r" "$seed"
   done
 done
 cat "$WORK"/ckpt/"$TGT"/*/result.json 2>/dev/null > "$WORK/results.jsonl" || true

@@ -57,7 +57,8 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
         assert f"{split}: 40 sentences, the same target and source tokens as" in prep.stdout + prep.stderr
     assert (tmp_path / "work" / "data-bin" / "trivial.en-de" / ".done").is_file()
     assert not (tmp_path / "work" / "ckpt").exists()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    archive = tmp_path / "archive"
+    proc = subprocess.run(cmd, env=dict(env, ARCHIVE=str(archive)), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "work" / "results.jsonl").read_text().splitlines()]
     assert [r["run"].rsplit("/", 1)[1] for r in rows] == ["transformer_s1", "tree2seq_trivial_s1"]
@@ -68,10 +69,16 @@ def test_anchor_recipe_transformer_and_trivial_trees(tmp_path):
     flags = (tmp_path / "work" / "ckpt" / "de" / "tree2seq_trivial_s1" / "flags.txt").read_text()
     assert "--arch tree2seq_multi30k_tiny" in flags and "--tree-batch-by leaves" in flags
     # the table: both runs, and trivial trees against the same-seed transformer
-    table = subprocess.run([sys.executable, "-m", "fairseq_tree.cli.report", "anchor", str(tmp_path / "work"),
-                            "--reference", str(m30k / "test.de"), "--seeds", "1", "--bootstrap-samples", "20"],
-                           capture_output=True, text=True, timeout=300)
+    tables = [subprocess.run([sys.executable, "-m", "fairseq_tree.cli.report", "anchor", str(where), "--reference",
+                              str(m30k / "test.de"), "--seeds", "1", "--bootstrap-samples", "20"],
+                             capture_output=True, text=True, timeout=300) for where in (tmp_path / "work", archive)]
+    table = tables[0]
     assert table.returncode == 0, table.stderr[-2000:]
+    # the ARCHIVE (the record kept in git) gives the same table from a few kB per run
+    assert tables[1].returncode == 0 and tables[1].stdout == table.stdout, tables[1].stderr[-2000:]
+    kept = archive / "ckpt" / "de" / "tree2seq_trivial_s1"
+    assert sorted(p.name for p in kept.iterdir()) == ["result.json", "test.gen", "train.log"]
+    assert "\nS-" not in (kept / "test.gen").read_text() and "Saved checkpoint" in log_text(kept)
     assert "| transformer | 1 |" in table.stdout and "| tree2seq_trivial | 1 |" in table.stdout
     assert "| tree2seq_trivial − transformer | 1 |" in table.stdout
     # a rerun trains and scores nothing again
