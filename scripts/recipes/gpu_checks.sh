@@ -85,8 +85,10 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
       alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
     done
     for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
-    for d in "$W"/ckpt/*/*/; do  # the last epoch checkpoint whose save the log records (written whole: fairseq
-      n=$(basename "$d"); files=(train.log flags.txt)  # renames it into place; checkpoint_last.pt is a copy)
+    for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+      n=${r}_s$s; d=$(echo "$W"/ckpt/*/"$n"); [ -d "$d" ] || continue; files=(train.log flags.txt)
+      # the last epoch checkpoint whose save the log records (written whole: fairseq renames it into place, and
+      # checkpoint_last.pt is a copy)
       echo "== $n: $(grep -o 'num_updates=[0-9]*' "$d/train.log" | tail -1)"; tail -n 3 "/tmp/run_$n.log"
       if [ -f "$d/result.json" ]; then
         for f in .done result.json valid.gen test.gen; do [ -f "$d/$f" ] && files+=("$f"); done
@@ -95,7 +97,7 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
         [ -n "$last" ] && cp "$d/$last" "$d/resume.pt" && files+=(resume.pt) && echo "$n: resumes from $last"
       fi
       tar czf - -C "$d" "${files[@]}" | split -b 16000k - "$OUTDIR/$n.tgz.part-"
-    done
+    done; done
     ls -l "$OUTDIR"
   } > "$OUTDIR/runs.log" 2>&1
 fi

@@ -5,8 +5,9 @@
 # directory, where the recipe's same command goes on from them (or finds them finished).
 #
 #   scripts/recipes/gpu_runs.sh bundle WORK_DIR BUNDLE [SHARED=../shared]
-#       WORK's data-bins, text/*/.done (the data is built: the lease reads no raw text), each unfinished run's log,
-#       flags and checkpoint_last.pt (the lease goes on from them), and multi30k's test references (sacreBLEU)
+#       WORK's data-bins, text/*/.done (the data is built: the lease reads no raw text), the log, flags and
+#       checkpoint_last.pt of each unfinished run of ANCHOR_RUNS x ANCHOR_SEEDS (the lease goes on from them; the
+#       lease's defaults: tree2seq_lal, 2 3), and multi30k's test references (sacreBLEU)
 #   scripts/recipes/gpu_runs.sh unpack FILES_DIR WORK_DIR [TGT=de]
 #       each run's parts joined and unpacked into WORK/ckpt/TGT/RUN_sSEED; an unfinished run's last saved epoch
 #       checkpoint (resume.pt) becomes its checkpoint_last.pt
@@ -20,6 +21,10 @@ case ${1:-} in
     shopt -s nullglob
     for d in "$WORK"/ckpt/*/*/; do
       [ -f "$d/.done" ] && continue
+      n=$(basename "$d"); leased=0
+      for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+        [ "$n" = "${r}_s$s" ] && leased=1; done; done
+      [ $leased = 1 ] || continue
       o=$A/ckpt/$(basename "$(dirname "$d")")/$(basename "$d"); mkdir -p "$o"
       for f in train.log flags.txt checkpoint_last.pt; do [ -f "$d/$f" ] && cp "$d/$f" "$o/"; done
     done

@@ -116,13 +116,15 @@ def test_a_run_trained_in_a_lease_goes_on_here(tmp_path):
     recipe = ["bash", str(recipes / "multi30k_anchor.sh"), str(work)]
     prep = subprocess.run(recipe, env=dict(env, PREPARE_ONLY="1"), capture_output=True, text=True, timeout=900)
     assert prep.returncode == 0, prep.stderr[-3000:]
+    leased = dict(ANCHOR_RUNS="tree2seq_trivial", ANCHOR_SEEDS="2")
     pack = subprocess.run(["bash", str(recipes / "gpu_runs.sh"), "bundle", str(work), str(bundle),
-                           str(tmp_path / "shared")], capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "shared")], env=dict(env, **leased), capture_output=True, text=True,
+                          timeout=120)
     assert pack.returncode == 0, pack.stderr[-2000:]
     assert (bundle / "anchor_work" / "data-bin" / "trivial.en-de" / ".done").is_file()
     # the lease: trains until 25 s before its 75 s deadline, in a copy of the work directory under /tmp
-    lease_env = dict(env, PHASES="runs", BUNDLE=str(bundle), BUDGET="75", PACK_SECS="25", RUNS_DEVICE="cpu",
-                     ANCHOR_RUNS="tree2seq_trivial", ANCHOR_SEEDS="2", WORKERS="0", UPDATES="100000")
+    lease_env = dict(env, **leased, PHASES="runs", BUNDLE=str(bundle), BUDGET="75", PACK_SECS="25",
+                     RUNS_DEVICE="cpu", WORKERS="0", UPDATES="100000")
     lease = subprocess.run(["bash", str(recipes / "gpu_checks.sh"), str(files)], cwd=REPO, env=lease_env,
                            capture_output=True, text=True, timeout=300)
     assert lease.returncode == 0, lease.stderr[-2000:]
