@@ -96,7 +96,7 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
         last=$(grep -o "Saved checkpoint [^ ]*/checkpoint[0-9]*\.pt" "$d/train.log" | tail -1 | sed 's#.*/##')
         [ -n "$last" ] && cp "$d/$last" "$d/resume.pt" && files+=(resume.pt) && echo "$n: resumes from $last"
       fi
-      tar czf - -C "$d" "${files[@]}" | split -b 16000k - "$OUTDIR/$n.tgz.part-"
+      tar czf - -C "$d" "${files[@]}" | split -b 16380K - "$OUTDIR/$n.tgz.part-"
     done; done
     ls -l "$OUTDIR"
   } > "$OUTDIR/runs.log" 2>&1
