@@ -73,8 +73,9 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
   # Multi30k anchor rows (issue 30) trained on the card until the deadline, all at once, each the recipe's
   # resumable command (scripts/recipes/multi30k_anchor.sh DEVICE=cuda) on a copy of a work directory that
   # gpu_bundle.sh put in the bundle (ANCHOR_WORK: its data-bins, and run folders to go on from). A lease returns at
-  # most 8 files of 16 MiB: each run's folder comes back as RUN_sSEED.tgz.part-aa, -ab, ... (its log, flags and
-  # last checkpoint, or its results when it finished); scripts/recipes/gpu_runs.sh unpack puts them back.
+  # most 8 files of 16 MiB, 64 MiB in all: each run's folder that fits comes back as RUN_sSEED.tgz.part-aa, -ab,
+  # ... (its log, flags and last checkpoint, or its results when it finished; the first runs first);
+  # scripts/recipes/gpu_runs.sh unpack puts them back.
   W=/tmp/anchor_work; rm -rf "$W"; cp -r "$BUNDLE/anchor_work" "$W"
   { pids=()
     for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
@@ -96,7 +97,16 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
         last=$(grep -o "Saved checkpoint [^ ]*/checkpoint[0-9]*\.pt" "$d/train.log" | tail -1 | sed 's#.*/##')
         [ -n "$last" ] && cp "$d/$last" "$d/resume.pt" && files+=(resume.pt) && echo "$n: resumes from $last"
       fi
-      tar czf - -C "$d" "${files[@]}" | split -b 16380K - "$OUTDIR/$n.tgz.part-"
+      # a lease returns at most 8 files and 64 MiB: a run whose parts do not all fit stays out whole (a tree2seq
+      # run's checkpoint is 41 MB: one a lease; a transformer's 31 MB)
+      tar czf "/tmp/$n.tgz" -C "$d" "${files[@]}"
+      size=$(stat -c %s "/tmp/$n.tgz"); nparts=$(( (size + 16773119) / 16773120 ))
+      used=$(du -cb "$OUTDIR" | tail -1 | cut -f1); nfiles=$(find "$OUTDIR" -type f | wc -l)
+      if [ $(( used + size + 262144 )) -le 67108864 ] && [ $(( nfiles + nparts )) -le 8 ]; then
+        split -b 16380K "/tmp/$n.tgz" "$OUTDIR/$n.tgz.part-"
+      else
+        echo "$n: NOT SENT BACK ($size bytes in $nparts parts beyond the lease's 8 files and 64 MiB)"
+      fi
     done; done
     ls -l "$OUTDIR"
   } > "$OUTDIR/runs.log" 2>&1
