@@ -73,8 +73,9 @@ def rows(found: dict) -> list:
     return out
 
 
-def comparisons(work: Path, tgt: str, found: dict, refs, lang: str, samples: int) -> list:
-    """The Markdown rows of :data:`COMPARISONS`, over the seeds both runs have."""
+def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
+    """The Markdown rows of :data:`COMPARISONS`, over the seeds both runs have (``lang``: the target language, which
+    names the runs' folder and detokenizes their hypotheses)."""
     out = ["| comparison | seeds | Δ BLEU4 per seed | mean ± sd | Δ sacreBLEU per seed | mean ± sd | "
            "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) |",
            "|---|---|---|---:|---|---:|---|---:|"]
@@ -82,7 +83,7 @@ def comparisons(work: Path, tgt: str, found: dict, refs, lang: str, samples: int
 
     def detokenized(run: str, seed: str):
         if (run, seed) not in hyps:
-            hyps[run, seed] = detokenize(generate_lines(run_dir(work, tgt, run, seed) / "test.gen", "H"), lang)
+            hyps[run, seed] = detokenize(generate_lines(run_dir(work, lang, run, seed) / "test.gen", "H"), lang)
         return hyps[run, seed]
 
     for system, base in COMPARISONS:
@@ -154,7 +155,7 @@ def main(argv=None):
         print(f"**en-{args.lang}**, test 2016, beam 5, the last epoch checkpoints averaged\n")
         print("\n".join(rows(found)))
         print()
-        print("\n".join(comparisons(args.work, args.lang, found, refs, args.lang, args.bootstrap_samples)))
+        print("\n".join(comparisons(args.work, args.lang, found, refs, args.bootstrap_samples)))
     else:
         print(f"**en-{args.lang}**: no finished run yet")
     if training:

@@ -77,8 +77,9 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
   # ... (its log, flags and last checkpoint, or its results when it finished; the first runs first);
   # scripts/recipes/gpu_runs.sh unpack puts them back.
   W=/tmp/anchor_work; rm -rf "$W"; cp -r "$BUNDLE/anchor_work" "$W"
+  ANCHOR_RUNS=${ANCHOR_RUNS:-tree2seq_lal} ANCHOR_SEEDS=${ANCHOR_SEEDS:-2 3}
   { pids=()
-    for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+    for r in $ANCHOR_RUNS; do for s in $ANCHOR_SEEDS; do
       RUNS=$r SEEDS=$s DEVICE=${RUNS_DEVICE:-cuda} WORKERS=${WORKERS:-2} POLL=5 M30K="$BUNDLE/m30k" LAL_MODEL=none setsid \
         scripts/recipes/multi30k_anchor.sh "$W" > "/tmp/run_${r}_s$s.log" 2>&1 & pids+=($!)
     done; done
@@ -86,7 +87,7 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
       alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
     done
     for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
-    for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+    for r in $ANCHOR_RUNS; do for s in $ANCHOR_SEEDS; do
       n=${r}_s$s; d=$(echo "$W"/ckpt/*/"$n"); [ -d "$d" ] || continue; files=(train.log flags.txt)
       # the last epoch checkpoint whose save the log records (written whole: fairseq renames it into place, and
       # checkpoint_last.pt is a copy)

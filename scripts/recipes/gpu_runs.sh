@@ -19,15 +19,13 @@ case ${1:-} in
     cp -r "$WORK/data-bin" "$A/"
     for t in "$WORK"/text/*/; do mkdir -p "$A/text/$(basename "$t")" && touch "$A/text/$(basename "$t")/.done"; done
     shopt -s nullglob
-    for d in "$WORK"/ckpt/*/*/; do
-      [ -f "$d/.done" ] && continue
-      n=$(basename "$d"); leased=0
-      for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
-        [ "$n" = "${r}_s$s" ] && leased=1; done; done
-      [ $leased = 1 ] || continue
-      o=$A/ckpt/$(basename "$(dirname "$d")")/$(basename "$d"); mkdir -p "$o"
-      for f in train.log flags.txt checkpoint_last.pt; do [ -f "$d/$f" ] && cp "$d/$f" "$o/"; done
-    done
+    for r in ${ANCHOR_RUNS:-tree2seq_lal}; do for s in ${ANCHOR_SEEDS:-2 3}; do
+      for d in "$WORK"/ckpt/*/"${r}_s$s"/; do
+        [ -f "$d/.done" ] && continue
+        o=$A/ckpt/$(basename "$(dirname "$d")")/${r}_s$s; mkdir -p "$o"
+        for f in train.log flags.txt checkpoint_last.pt; do [ -f "$d/$f" ] && cp "$d/$f" "$o/"; done
+      done
+    done; done
     cp "$SHARED"/data/multi30k/test.?? "$BUNDLE/m30k/"
     du -sh "$A" ;;
   unpack)
