@@ -5,9 +5,10 @@ default (recorded in the checkpoint), and a criterion that does not fit stops at
 import subprocess
 
 import pytest
-import torch
 from conftest import BIN, REPO, SHARED
 from conftest import run_command as _run
+
+from fairseq_tree import safe_loading
 
 PTB = SHARED / "data" / "ptb_sample"
 COMMON = ("--user-dir", REPO / "fairseq_tree", "--optimizer", "adam", "--lr", "1e-3", "--cpu", "--seed", "1",
@@ -51,7 +52,7 @@ def test_task_default_criterion_replaces_cross_entropy(data, tmp_path, task, dat
     proc = _run(BIN / "fairseq-train", data / data_dir, "--task", task, "--arch", arch, *COMMON,
                 "--max-tokens", "2000", "--max-update", "2", "--save-dir", tmp_path, "--disable-validation")
     assert f"--criterion {default} (the task's default" in proc.stdout + proc.stderr
-    state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    state = safe_loading.load(tmp_path / "checkpoint_last.pt")
     assert state["cfg"]["criterion"]["_name"] == default
     assert state["optimizer_history"][-1]["criterion_name"] == {
         "masked_lm": "MaskedLmLoss", "span_hinge_dependency": "SpanHingeDependencyCriterion"}[default]
@@ -74,5 +75,5 @@ def test_tree_translation_keeps_fairseq_default(data, tmp_path):
     proc = _run(BIN / "fairseq-train", data / "mt", "--task", "tree_translation", "--arch", "tree2seq_tiny", *COMMON,
                 "--max-tokens", "2000", "--max-update", "1", "--save-dir", tmp_path, "--disable-validation")
     assert "the task's default" not in proc.stdout + proc.stderr
-    state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    state = safe_loading.load(tmp_path / "checkpoint_last.pt")
     assert state["cfg"]["criterion"]["_name"] == "cross_entropy"
