@@ -14,6 +14,10 @@ result.json) gets a row in a third table: its last saved validation, its best so
 Transformer's validation loss at that epoch (the answer so far, in validation loss only); before any run has
 finished, that table alone. ``--png`` draws every run's validation loss against updates, unfinished runs too
 (:mod:`fairseq_tree.cli.report_curves`).
+
+A record with a ``transcribed`` key (where its numbers were first reported: a run whose folder was lost, its scores
+copied from that report) counts in the means, the differences and the t-test, is marked † in the tables, and has
+no paired bootstrap (no hypotheses to resample).
 """
 
 import argparse
@@ -66,11 +70,18 @@ def rows(found: dict) -> list:
         fs, ss = [r["test_fairseq_bleu"] for r in rs], [r["test_sacrebleu"] for r in rs]
         stops = "; ".join(f"{r['epochs']} / {r['updates']}" + (" (patience)" if r.get("stopped_by_patience") else "")
                            for r in rs)
-        out.append(f"| {run} | {' '.join(by_seed)} | {' / '.join(f'{b:.2f}' for b in fs)} | {mean_sd(fs)} | "
+        out.append(f"| {run} | {' '.join(marked(by_seed))} | {' / '.join(f'{b:.2f}' for b in fs)} | {mean_sd(fs)} | "
                    f"{' / '.join(f'{b:.2f}' for b in ss)} | {mean_sd(ss)} | "
                    f"{' / '.join(str(r.get('valid_fairseq_bleu', '—')) for r in rs)} | {stops} | "
-                   f"{' / '.join(format(r['train_minutes'], '.0f') for r in rs)} | {rs[0]['device']} |")
-    return out
+                   f"{' / '.join(format(r['train_minutes'], '.0f') for r in rs)} | "
+                   f"{' / '.join(r['device'] for r in rs)} |")
+    notes = sorted({r["transcribed"] for by_seed in found.values() for r in by_seed.values() if "transcribed" in r})
+    return out + [""] + [f"† {note}" for note in notes] if notes else out
+
+
+def marked(by_seed: dict) -> list:
+    """The seeds of one run, a transcribed record's marked † (see the module's docstring)."""
+    return [seed + ("†" if "transcribed" in record else "") for seed, record in by_seed.items()]
 
 
 def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
@@ -93,14 +104,17 @@ def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
         a, b = found[system], found[base]
         df = [a[s]["test_fairseq_bleu"] - b[s]["test_fairseq_bleu"] for s in seeds]
         ds = [a[s]["test_sacrebleu"] - b[s]["test_sacrebleu"] for s in seeds]
-        p = [paired_p(detokenized(base, s), detokenized(system, s), refs, samples, lowercase=True) for s in seeds]
+        p = ["—" if "transcribed" in a[s] or "transcribed" in b[s] else
+             f"{paired_p(detokenized(base, s), detokenized(system, s), refs, samples, lowercase=True):.3f}"
+             for s in seeds]
         if len(ds) < 2:
             t = "— (one seed)"
         else:  # equal differences have no spread: no t statistic
             t = f"{t_test_p(ds):.3f}" if statistics.stdev(ds) > 0 else "— (no spread)"
-        out.append(f"| {system} − {base} | {' '.join(seeds)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
+        shown = [s + ("†" if "transcribed" in a[s] or "transcribed" in b[s] else "") for s in seeds]
+        out.append(f"| {system} − {base} | {' '.join(shown)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
                    f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
-                   f"{' / '.join(f'{x:.3f}' for x in p)} | {t} |")
+                   f"{' / '.join(p)} | {t} |")
     if len(out) == 2:
         return ["No comparison yet: it needs two finished runs with a common seed."]
     return out

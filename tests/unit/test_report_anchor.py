@@ -119,3 +119,31 @@ def test_nothing_finished_or_validated_is_an_error(tmp_path):
     (tmp_path / "ckpt" / "de" / "transformer_s1").mkdir(parents=True)
     with pytest.raises(SystemExit, match="has finished or validated"):
         report_anchor.main([str(tmp_path), "--reference", str(tmp_path / "absent.de")])
+
+
+def test_transcribed_records_count_in_the_means_and_the_t_test_without_a_bootstrap(tmp_path, capsys):
+    # seed 1's transformer folder was lost: its record holds the scores first reported, and no test.gen
+    make_run(tmp_path, "transformer", 1, 41.0, 41.1, SENTENCES)
+    lost = tmp_path / "ckpt" / "de" / "transformer_s1"
+    record = json.loads((lost / "result.json").read_text())
+    (lost / "result.json").write_text(json.dumps({**record, "transcribed": "RESULTS.md of 2026-11-26"}))
+    (lost / "test.gen").unlink()
+    make_run(tmp_path, "transformer", 2, 40.0, 40.2, SENTENCES)
+    make_run(tmp_path, "tree2seq_lal", 1, 40.0, 40.5, SENTENCES)
+    make_run(tmp_path, "tree2seq_lal", 2, 41.0, 41.0, SENTENCES)
+    refs = tmp_path / "test.de"
+    refs.write_text("\n".join(SENTENCES) + "\n")
+    assert report_anchor.main([str(tmp_path), "--reference", str(refs), "--seeds", "1", "2",
+                               "--bootstrap-samples", "20"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = {line.split(" | ")[0]: line for line in out if line.startswith("| ")}
+    assert lines["| transformer"].startswith("| transformer | 1† 2 | 41.00 / 40.00 | 40.50 ± 0.71 |")
+    assert lines["| transformer"].endswith("| 641 / 641 | cpu / cpu |")  # per seed, as the other columns
+    assert "† RESULTS.md of 2026-11-26" in out
+    # ΔsacreBLEU −0.6, +0.8: mean +0.10, sd 0.99; t = 0.1 / (0.98995 / sqrt 2), 1 degree of freedom
+    lal = lines["| tree2seq_lal − transformer"]
+    assert "| 1† 2 | -1.00 / +1.00 | +0.00 ± 1.41 | -0.60 / +0.80 | +0.10 ± 0.99 |" in lal
+    t = 0.1 / (math.sqrt(0.98) / math.sqrt(2))
+    assert lal.endswith(f" | {1 - 2 / math.pi * math.atan(t):.3f} |")
+    bootstrap = lal.split(" | ")[6].split(" / ")  # seed 1 has no hypotheses; seed 2 is resampled
+    assert bootstrap[0] == "—" and 0 <= float(bootstrap[1]) <= 1
