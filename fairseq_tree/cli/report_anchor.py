@@ -1,8 +1,8 @@
 """The results table of ``scripts/recipes/multi30k_anchor.sh`` (issue 30): each row's test BLEU in the anchor's
 metric (fairseq's BLEU4 on the tokenized, lowercased text) and sacreBLEU (detokenized, lowercased), per seed and
 mean ± sd, where each run stopped; then the comparisons, seed against same seed: the per-seed differences (mean ±
-sd), sacreBLEU's paired bootstrap p per seed, and a two-sided one-sample t-test of the per-seed differences over
-the seeds (the seed noise: it needs two seeds or more).
+sd), sacreBLEU's paired bootstrap p per seed, a two-sided one-sample t-test of the per-seed differences over
+the seeds (the seed noise: it needs two seeds or more), and Welch's t-test over all seeds of each run, unpaired.
 
     fairseq-tree-report anchor WORK --reference raw/test.de --lang de \\
         [--runs transformer tree2seq_trivial tree2seq_lal] [--seeds 1 2 3] [--png curves.png]
@@ -41,6 +41,13 @@ def t_test_p(diffs) -> float:
     except ImportError:
         raise SystemExit("fairseq-tree-report anchor: the t-test over seeds needs scipy (pip install scipy)") from None
     return float(stats.ttest_1samp(diffs, 0.0).pvalue)
+
+
+def welch_p(a, b) -> float:
+    """Two-sided p of Welch's t-test of two independent samples (unequal variances): the seeds of two runs, unpaired
+    (a seed shares the batch order across architectures, not the initialization)."""
+    from scipy import stats
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def run_dir(work: Path, tgt: str, run: str, seed: str) -> Path:
@@ -88,8 +95,8 @@ def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
     """The Markdown rows of :data:`COMPARISONS`, over the seeds both runs have (``lang``: the target language, which
     names the runs' folder and detokenizes their hypotheses)."""
     out = ["| comparison | seeds | Δ BLEU4 per seed | mean ± sd | Δ sacreBLEU per seed | mean ± sd | "
-           "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) |",
-           "|---|---|---|---:|---|---:|---|---:|"]
+           "paired bootstrap p per seed (sacreBLEU) | t-test over seeds p (Δ sacreBLEU) | "
+           "Welch p, all seeds of each (sacreBLEU) |", "|---|---|---|---:|---|---:|---|---:|---:|"]
     hyps = {}  # (run, seed) -> detokenized test hypotheses, read once for every comparison that uses them
 
     def detokenized(run: str, seed: str):
@@ -111,10 +118,12 @@ def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
             t = "— (one seed)"
         else:  # equal differences have no spread: no t statistic
             t = f"{t_test_p(ds):.3f}" if statistics.stdev(ds) > 0 else "— (no spread)"
+        xs, ys = ([r["test_sacrebleu"] for r in run.values()] for run in (a, b))
+        w = f"{welch_p(xs, ys):.3f}" if min(len(xs), len(ys)) > 1 and statistics.stdev(xs + ys) > 0 else "—"
         shown = [s + ("†" if "transcribed" in a[s] or "transcribed" in b[s] else "") for s in seeds]
         out.append(f"| {system} − {base} | {' '.join(shown)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
                    f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
-                   f"{' / '.join(p)} | {t} |")
+                   f"{' / '.join(p)} | {t} | {w} |")
     if len(out) == 2:
         return ["No comparison yet: it needs two finished runs with a common seed."]
     return out

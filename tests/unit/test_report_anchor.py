@@ -44,12 +44,13 @@ def test_rows_and_same_seed_comparisons(tmp_path, capsys):
     # t = 0.45 / (0.3536 / sqrt 2) = 1.8 with 1 degree of freedom, p = 1 - 2/pi atan(1.8)
     lal = lines["| tree2seq_lal − transformer"]
     assert "| 1 2 | +0.50 / +1.00 | +0.75 ± 0.35 | +0.20 / +0.70 | +0.45 ± 0.35 |" in lal
-    assert lal.endswith(f"| {1 - 2 / math.pi * math.atan(1.8):.3f} |")
+    assert f"| {1 - 2 / math.pi * math.atan(1.8):.3f} | " in lal
+    assert 0 < float(lal.split(" | ")[-1].rstrip(" |")) < 1  # Welch's p over the two seeds of each
     bootstrap = [float(p) for p in lal.split(" | ")[6].split(" / ")]
     assert len(bootstrap) == 2 and all(0 <= p <= 1 for p in bootstrap)
     # LAL − trivial: the one seed both have
     assert "| 1 | +0.30 | +0.30 (one seed) | +0.30 | +0.30 (one seed) |" in lines["| tree2seq_lal − tree2seq_trivial"]
-    assert lines["| tree2seq_lal − tree2seq_trivial"].endswith("| — (one seed) |")
+    assert lines["| tree2seq_lal − tree2seq_trivial"].endswith("| — (one seed) | — |")  # no Welch on one seed
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the validation-loss curves of the five runs
 
 
@@ -57,6 +58,16 @@ def test_t_test_p_two_degrees_of_freedom():
     # diffs 1, 2, 3: t = 2 / (1 / sqrt 3); with 2 degrees of freedom p = 1 - t / sqrt(2 + t^2)
     t = 2 * math.sqrt(3)
     assert abs(report_anchor.t_test_p([1.0, 2.0, 3.0]) - (1 - t / math.sqrt(2 + t * t))) < 1e-9
+
+
+def test_welch_p_equal_variances_two_seeds_each():
+    # 1, 3 against 4, 6: variances 2 and 2, t = 3 / sqrt(2 / 2 + 2 / 2); Welch-Satterthwaite df = 2, where
+    # p = 1 - t / sqrt(2 + t^2); the same values in either order
+    t = 3 / math.sqrt(2)
+    assert abs(report_anchor.welch_p([1.0, 3.0], [4.0, 6.0]) - (1 - t / math.sqrt(2 + t * t))) < 1e-9
+    assert abs(report_anchor.welch_p([4.0, 6.0], [1.0, 3.0]) - (1 - t / math.sqrt(2 + t * t))) < 1e-9
+    # 1, 3 against 5, 5, 5 (no spread): se = sqrt(2 / 2 + 0), t = -3 on df = 1 (Student's pooled test: df 3, p 0.03)
+    assert abs(report_anchor.welch_p([1.0, 3.0], [5.0, 5.0, 5.0]) - (1 - 2 / math.pi * math.atan(3))) < 1e-9
 
 
 def saved(run_dir, scores):
@@ -144,6 +155,6 @@ def test_transcribed_records_count_in_the_means_and_the_t_test_without_a_bootstr
     lal = lines["| tree2seq_lal − transformer"]
     assert "| 1† 2 | -1.00 / +1.00 | +0.00 ± 1.41 | -0.60 / +0.80 | +0.10 ± 0.99 |" in lal
     t = 0.1 / (math.sqrt(0.98) / math.sqrt(2))
-    assert lal.endswith(f" | {1 - 2 / math.pi * math.atan(t):.3f} |")
+    assert f" | {1 - 2 / math.pi * math.atan(t):.3f} | " in lal
     bootstrap = lal.split(" | ")[6].split(" / ")  # seed 1 has no hypotheses; seed 2 is resampled
     assert bootstrap[0] == "—" and 0 <= float(bootstrap[1]) <= 1
