@@ -34,20 +34,24 @@ COMPARISONS = [("tree2seq_lal", "transformer"), ("tree2seq_lal", "tree2seq_trivi
                ("tree2seq_trivial", "transformer")]
 
 
-def t_test_p(diffs) -> float:
-    """Two-sided p of the one-sample t-test of ``diffs`` against 0 (n - 1 degrees of freedom)."""
+def scipy_stats():
+    """scipy.stats, which the t-tests over seeds need (an optional dependency: a clear error without it)."""
     try:
         from scipy import stats
     except ImportError:
-        raise SystemExit("fairseq-tree-report anchor: the t-test over seeds needs scipy (pip install scipy)") from None
-    return float(stats.ttest_1samp(diffs, 0.0).pvalue)
+        raise SystemExit("fairseq-tree-report anchor: the t-tests over seeds need scipy (pip install scipy)") from None
+    return stats
+
+
+def t_test_p(diffs) -> float:
+    """Two-sided p of the one-sample t-test of ``diffs`` against 0 (n - 1 degrees of freedom)."""
+    return float(scipy_stats().ttest_1samp(diffs, 0.0).pvalue)
 
 
 def welch_p(a, b) -> float:
     """Two-sided p of Welch's t-test of two independent samples (unequal variances): the seeds of two runs, unpaired
     (a seed shares the batch order across architectures, not the initialization)."""
-    from scipy import stats
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return float(scipy_stats().ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def run_dir(work: Path, tgt: str, run: str, seed: str) -> Path:
@@ -77,7 +81,8 @@ def rows(found: dict) -> list:
         fs, ss = [r["test_fairseq_bleu"] for r in rs], [r["test_sacrebleu"] for r in rs]
         stops = "; ".join(f"{r['epochs']} / {r['updates']}" + (" (patience)" if r.get("stopped_by_patience") else "")
                            for r in rs)
-        out.append(f"| {run} | {' '.join(marked(by_seed))} | {' / '.join(f'{b:.2f}' for b in fs)} | {mean_sd(fs)} | "
+        out.append(f"| {run} | {' '.join(marked(by_seed, by_seed))} | {' / '.join(f'{b:.2f}' for b in fs)} | "
+                   f"{mean_sd(fs)} | "
                    f"{' / '.join(f'{b:.2f}' for b in ss)} | {mean_sd(ss)} | "
                    f"{' / '.join(str(r.get('valid_fairseq_bleu', '—')) for r in rs)} | {stops} | "
                    f"{' / '.join(format(r['train_minutes'], '.0f') for r in rs)} | "
@@ -86,9 +91,14 @@ def rows(found: dict) -> list:
     return out + [""] + [f"† {note}" for note in notes] if notes else out
 
 
-def marked(by_seed: dict) -> list:
-    """The seeds of one run, a transcribed record's marked † (see the module's docstring)."""
-    return [seed + ("†" if "transcribed" in record else "") for seed, record in by_seed.items()]
+def transcribed(seed: str, *runs: dict) -> bool:
+    """Whether any of ``runs`` ({seed: record}) holds a transcribed record at ``seed`` (the module's docstring)."""
+    return any("transcribed" in run[seed] for run in runs)
+
+
+def marked(seeds, *runs: dict) -> list:
+    """``seeds``, each marked † where one of ``runs`` holds a transcribed record at it."""
+    return [seed + ("†" if transcribed(seed, *runs) else "") for seed in seeds]
 
 
 def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
@@ -111,7 +121,7 @@ def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
         a, b = found[system], found[base]
         df = [a[s]["test_fairseq_bleu"] - b[s]["test_fairseq_bleu"] for s in seeds]
         ds = [a[s]["test_sacrebleu"] - b[s]["test_sacrebleu"] for s in seeds]
-        p = ["—" if "transcribed" in a[s] or "transcribed" in b[s] else
+        p = ["—" if transcribed(s, a, b) else
              f"{paired_p(detokenized(base, s), detokenized(system, s), refs, samples, lowercase=True):.3f}"
              for s in seeds]
         if len(ds) < 2:
@@ -120,8 +130,7 @@ def comparisons(work: Path, lang: str, found: dict, refs, samples: int) -> list:
             t = f"{t_test_p(ds):.3f}" if statistics.stdev(ds) > 0 else "— (no spread)"
         xs, ys = ([r["test_sacrebleu"] for r in run.values()] for run in (a, b))
         w = f"{welch_p(xs, ys):.3f}" if min(len(xs), len(ys)) > 1 and statistics.stdev(xs + ys) > 0 else "—"
-        shown = [s + ("†" if "transcribed" in a[s] or "transcribed" in b[s] else "") for s in seeds]
-        out.append(f"| {system} − {base} | {' '.join(shown)} | {' / '.join(f'{d:+.2f}' for d in df)} | "
+        out.append(f"| {system} − {base} | {' '.join(marked(seeds, a, b))} | {' / '.join(f'{d:+.2f}' for d in df)} | "
                    f"{mean_sd(df, signed=True)} | {' / '.join(f'{d:+.2f}' for d in ds)} | {mean_sd(ds, signed=True)} | "
                    f"{' / '.join(p)} | {t} | {w} |")
     if len(out) == 2:
