@@ -18,7 +18,7 @@ import argparse
 import os
 import pickle
 import re
-from contextlib import contextmanager
+import types
 from typing import Callable, List, Tuple, Union
 
 import torch
@@ -73,19 +73,30 @@ def refusal(path, error: Exception) -> UnsafeCheckpointError:
         f"Only if you trust this file: {TRUST_ENV}={path}")
 
 
-@contextmanager
-def _full_pickle_for_this_call():
-    """torch reads ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` at each ``torch.load``: set for one call of a file the
-    user trusts, restored after."""
-    key, old = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
-    os.environ[key] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = old
+class _FullPickleTorch:
+    """``torch`` as fairseq's loader sees it in :func:`_full_pickle_copy`: every name is torch's, and ``load``
+    reads with full pickle."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(*args, **kwargs):
+        return torch.load(*args, **{**kwargs, "weights_only": False})
+
+
+def _full_pickle_copy(loader: Callable) -> Callable:
+    """A copy of fairseq's ``load_checkpoint_to_cpu`` whose module global ``torch`` is :class:`_FullPickleTorch`,
+    in the copy's own globals: fairseq's steps after ``torch.load`` (arg overrides, OmegaConf, state upgrades) run
+    as the installed fairseq writes them, and nothing of torch, fairseq or the environment changes for other
+    calls or threads (torch's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` would weaken every load of the process)."""
+    if loader.__globals__.get("torch") is not torch:
+        raise RuntimeError(f"{loader.__module__}.{loader.__qualname__} does not call torch.load from its module's "
+                           f"globals: {TRUST_ENV} cannot apply to it")
+    copy = types.FunctionType(loader.__code__, {**loader.__globals__, "torch": _FullPickleTorch()},
+                              loader.__name__, loader.__defaults__, loader.__closure__)
+    copy.__kwdefaults__ = loader.__kwdefaults__
+    return copy
 
 
 def refused_a_global(error: Exception) -> bool:
@@ -111,7 +122,7 @@ def load(path, map_location="cpu"):
 def guard_fairseq_loader() -> None:
     """Wrap ``fairseq.checkpoint_utils.load_checkpoint_to_cpu`` (every fairseq CLI and hub loads through it) so
     that a refused file is reported by :func:`refusal` and a trusted file loads; the loading itself stays
-    fairseq's, under torch's default ``weights_only=True``."""
+    fairseq's, under torch's default ``weights_only=True`` (a trusted file: :func:`_full_pickle_copy`)."""
     from fairseq import checkpoint_utils
 
     original = checkpoint_utils.load_checkpoint_to_cpu
@@ -120,8 +131,7 @@ def guard_fairseq_loader() -> None:
 
     def load_checkpoint_to_cpu(path, *args, **kwargs):
         if trusted(path):
-            with _full_pickle_for_this_call():
-                return original(path, *args, **kwargs)
+            return _full_pickle_copy(original)(path, *args, **kwargs)
         try:
             return original(path, *args, **kwargs)
         except pickle.UnpicklingError as e:

@@ -4,6 +4,7 @@ nothing off: a checkpoint whose config pickles ``os.system("touch MARKER")`` run
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -103,6 +104,55 @@ def test_trusted_file_opt_out_loads_that_file_only(files, tmp_path, monkeypatch)
     safe_loading.load(other)  # listed on purpose: full pickle, the payload runs (harmless here)
     assert marker.exists()
     marker.unlink()
+
+
+def load_in_another_thread(path):
+    """Run while a trusted file unpickles (it is trusted: it may run code): a plain ``torch.load`` of ``path`` in
+    another thread, at that moment. Returns what happened there."""
+    seen = {}
+
+    def other():
+        try:
+            torch.load(path)
+            seen["other thread"] = "loaded with full pickle"
+        except Exception as e:  # noqa: BLE001  (what torch raised is the result)
+            seen["other thread"] = f"refused: {type(e).__name__}"
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    return seen
+
+
+class Probe:
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (load_in_another_thread, (self.path,))
+
+
+def test_trusted_file_through_fairseq_loader_weakens_no_other_thread(files, tmp_path, monkeypatch):
+    """The opt-out is for one file in one call: while fairseq's loader unpickles the trusted file with full pickle,
+    another thread's torch.load of an untrusted file still refuses it (an opt-out through the process environment,
+    torch's TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD, would have run its payload)."""
+    from fairseq import checkpoint_utils
+
+    _, good, evil, marker = files
+    state = safe_loading.load(good)
+    state["cfg"]["model"].probe = Probe(evil)
+    trusted = tmp_path / "trusted.pt"
+    torch.save(state, trusted)
+    monkeypatch.setenv(safe_loading.TRUST_ENV, str(trusted))
+    environ = dict(os.environ)
+    loaded = checkpoint_utils.load_checkpoint_to_cpu(str(trusted), arg_overrides={"dropout": 0.5})
+    assert loaded["cfg"].model.probe == {"other thread": "refused: UnpicklingError"}
+    assert not marker.exists(), "the untrusted file's payload ran"
+    assert loaded["cfg"].model.dropout == 0.5  # fairseq's own steps after torch.load still ran
+    assert dict(os.environ) == environ
+    with pytest.raises(safe_loading.UnsafeCheckpointError):  # and the next untrusted file is refused there too
+        checkpoint_utils.load_checkpoint_to_cpu(str(evil))
+    assert not marker.exists()
 
 
 def test_fairseq_cli_entry_points_refuse(files, tmp_path):
