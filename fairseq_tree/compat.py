@@ -6,7 +6,8 @@ loads the plugin through ``--user-dir`` or ``import fairseq_tree``). Nothing her
    ``weights_only=True``) reads fairseq checkpoints; a file that pickles anything else is still refused.
 2. **A clearer refusal** (:func:`fairseq_tree.safe_loading.guard_fairseq_loader`): fairseq's
    ``checkpoint_utils.load_checkpoint_to_cpu`` reports a refused file by its path and the opt-out for a trusted
-   file (``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``); what it loads and how is unchanged.
+   file (``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``, read by a copy of the loader for that call only); what it loads and
+   how is unchanged.
 3. **numpy 2**: ``np.compat`` is gone; fairseq still uses ``np.compat.long`` in ``TokenBlockDataset``
    (``--sample-break-mode eos``) and ``LanguagePairDataset(num_buckets > 0)``: the alias is restored when missing.
 4. **Exit hook**: fairseq's ``BufferedIterator`` prefetches batches in a daemon thread. When training stops in the
