@@ -75,7 +75,7 @@ def refusal(path, error: Exception) -> UnsafeCheckpointError:
 
 class _FullPickleTorch:
     """``torch`` as fairseq's loader sees it in :func:`_full_pickle_copy`: every name is torch's, and ``load``
-    reads with full pickle."""
+    reads with full pickle (the one place it does: a file the user trusts, here and in :func:`load`)."""
 
     def __getattr__(self, name):
         return getattr(torch, name)
@@ -109,7 +109,7 @@ def load(path, map_location="cpu"):
     for a file listed in ``FAIRSEQ_TREE_TRUSTED_CHECKPOINTS``). UnsafeCheckpointError names a refused file; a
     damaged file raises torch's own error."""
     if trusted(path):
-        return torch.load(path, map_location=map_location, weights_only=False)
+        return _FullPickleTorch.load(path, map_location=map_location)
     register()  # (torch's safe_globals context manager would remove the allowlist on exit, for every caller)
     try:
         return torch.load(path, map_location=map_location, weights_only=True)

@@ -16,14 +16,15 @@ from fairseq_tree import safe_loading
 USER_DIR = str(REPO / "fairseq_tree")
 
 
-class Payload:
-    """What a malicious checkpoint pickles: a call of os.system at load time."""
+class Call:
+    """Pickles as a call of ``fn(*args)`` at load time: ``Call(os.system, "touch MARKER")`` is what a malicious
+    checkpoint holds."""
 
-    def __init__(self, marker):
-        self.marker = str(marker)
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
 
     def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
+        return (self.fn, self.args)
 
 
 def env(**extra):
@@ -59,7 +60,7 @@ def files(tmp_path_factory):
     assert p.returncode == 0, p.stderr[-2000:]
     good = d / "ck" / "checkpoint_last.pt"
     state = safe_loading.load(good)
-    state["cfg"]["model"].payload = Payload(d / "MARKER")
+    state["cfg"]["model"].payload = Call(os.system, f"touch {d / 'MARKER'}")
     torch.save(state, d / "evil.pt")
     return d, good, d / "evil.pt", d / "MARKER"
 
@@ -124,14 +125,6 @@ def load_in_another_thread(path):
     return seen
 
 
-class Probe:
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        return (load_in_another_thread, (self.path,))
-
-
 def test_trusted_file_through_fairseq_loader_weakens_no_other_thread(files, tmp_path, monkeypatch):
     """The opt-out is for one file in one call: while fairseq's loader unpickles the trusted file with full pickle,
     another thread's torch.load of an untrusted file still refuses it (an opt-out through the process environment,
@@ -140,7 +133,7 @@ def test_trusted_file_through_fairseq_loader_weakens_no_other_thread(files, tmp_
 
     _, good, evil, marker = files
     state = safe_loading.load(good)
-    state["cfg"]["model"].probe = Probe(evil)
+    state["cfg"]["model"].probe = Call(load_in_another_thread, str(evil))
     trusted = tmp_path / "trusted.pt"
     torch.save(state, trusted)
     monkeypatch.setenv(safe_loading.TRUST_ENV, str(trusted))
