@@ -1,17 +1,23 @@
 """fairseq-tree-view's pages in a real browser: headless Chromium (Debian's ``chromium``: ``make browser``, run by
 ``.ci/run``) driven over the DevTools protocol (fairseq_tree/view/browser.py). The page draws a known tree with the
-right number of node and word elements, element for element as Python's ``tree_svg`` draws it; marks the
-hand-made pair's missing / extra brackets; searches and filters; a click on the list shows that sentence; a word
-``<script>..`` is text; the page makes no request. No Chromium is a failure, not a skip."""
+right number of node and word elements, element for element as Python's ``tree_svg`` draws it (also every tree
+of the PTB sample's valid split, with no two crossing lines); marks the hand-made pair's missing / extra brackets;
+searches and filters; a click on the list shows that sentence; a word ``<script>..`` is text; the page makes no
+request. No Chromium is a failure, not a skip."""
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import run_command
+from conftest import SHARED, run_command
 
+from fairseq_tree.trees.svg import tree_svg
 from fairseq_tree.view import page, records
 from fairseq_tree.view.browser import Chromium, find_chromium
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_tree_layout import crossings  # noqa: E402  (the one segment-crossing counter of both layout tests)
 
 pytestmark = pytest.mark.slow(minutes=1)  # measured: 15-40 s on the busy 2-core box (a CLI run, Chromium's start)
 
@@ -22,11 +28,13 @@ SCRIPT = "<script>window.pwned=1</script>"
 GOLD2 = f"(S (NP (PRP It)) (VP (VBZ is) (ADJP (JJ {SCRIPT}))) (. .))"
 PRED2 = f"(S (NP (PRP It)) (VP (VBZ is) (NP (JJ {SCRIPT}))) (. .))"
 
-# every element under the first tree of #detail (or the k-th): [tag, class, sorted attributes, text]
-SERIALIZE = """((k) => [...document.querySelectorAll('#detail svg.tree')[k].querySelectorAll('*')].map(e => [
+# every element under an <svg>: [tag, class, sorted attributes, text]
+ELEMENTS = """((svg) => [...svg.querySelectorAll('*')].map(e => [
   e.tagName, e.getAttribute('class'),
   [...e.attributes].filter(a => a.name !== 'class').map(a => [a.name, a.value]).sort(),
   e.tagName === 'text' ? e.textContent : null]))"""
+# ... under the first tree of #detail (or the k-th)
+SERIALIZE = f"((k) => {ELEMENTS}(document.querySelectorAll('#detail svg.tree')[k]))"
 
 
 def python_elements(svg: str):
@@ -91,6 +99,34 @@ def test_the_script_draws_what_python_draws(browser, pages):
             for t in range(len(rec["trees"])):
                 got = browser.eval(f"{SERIALIZE}({t})")
                 assert got == python_elements(records.record_svg(rec, t)), (name, k, t)
+
+
+VALID = SHARED / "data" / "ptb_sample" / "valid.mrg"
+
+
+def test_the_script_lays_out_the_ptb_sample_as_python_does_without_a_crossing(browser, tmp_path):
+    """Every tree of the PTB sample's valid split, with its tags and without: the script's drawing is Python's,
+    coordinate for coordinate, and no two of its lines (edges, drops) cross."""
+    if not VALID.exists():
+        pytest.fail(f"no {VALID}: the shared PTB sample")
+    sents = records.treebank_records(str(VALID))
+    page("treebank", sents).save(str(tmp_path / "valid.html"))
+    browser.open((tmp_path / "valid.html").as_uri())
+    got = browser.eval(f"""window.__view.data.sentences.map(rec => [
+        {ELEMENTS}(window.__view.drawRecordTree(rec, rec.trees[0])),
+        {ELEMENTS}(window.__view.drawTree(rec.w, rec.w.map(() => null), rec.trees[0].n))])""")
+    assert len(got) == len(sents) == 273
+    lines = 0
+    for rec, (tagged, bare) in zip(sents, got):
+        nodes = [tuple(x) for x in rec["trees"][0]["n"]]
+        assert tagged == python_elements(records.record_svg(rec)), rec["i"]
+        assert bare == python_elements(tree_svg(rec["w"], [None] * len(rec["w"]), nodes)), rec["i"]
+        for drawing in (tagged, bare):
+            segs = [((int(a["x1"]), int(a["y1"])), (int(a["x2"]), int(a["y2"])))
+                    for tag, _, attrs, _ in drawing if tag == "line" for a in [dict(attrs)]]
+            assert crossings(segs) == [], rec["i"]
+            lines += len(segs)
+    assert lines > 30_000
 
 
 def test_missing_and_extra_brackets_are_highlighted(browser, pages):

@@ -53,9 +53,17 @@ def test_five_word_tree_coordinates_by_hand():
     assert box["node_x"] == [(23 + 54) // 2, (113 + 140) // 2, (85 + 126) // 2, (38 + 105) // 2]
     assert box["node_y"] == [16 + 34, 16 + 2 * 34, 16 + 34, 16]
     assert box["parents"] == [3, 2, 3, -1] and box["leaf_parents"] == [0, 0, 2, 1, 1]
+    # a tag one row below its parent: the, cat under NP(0,2) and saw under VP (depth 1), a, dog under NP(3,5) (2)
+    assert box["tag_y"] == [16 + 2 * 34] * 3 + [16 + 3 * 34] * 2
     assert box["leaf_y"] == 16 + 3 * 34 and box["word_y"] == box["leaf_y"] + 16 and box["height"] == box["word_y"] + 8
+    # the words on the bottom row; a drop from under a higher tag (y + 5) to above the word (word_y - 12)
+    assert box["drops"] == [(16 + 2 * 34 + 5, 16 + 3 * 34 + 4)] * 3 + [None] * 2
     bare = tree_layout(t.words, [None] * 5, t.svg_nodes())  # no tags: the words on the tags' row
     assert bare["word_y"] == bare["leaf_y"] == 16 + 3 * 34 and bare["height"] == bare["leaf_y"] + 8
+    # a tagless leaf's drop goes on from its edge's end (tag row - 12)
+    assert bare["drops"] == [(16 + 2 * 34 - 12, 16 + 3 * 34 - 12)] * 3 + [None] * 2
+    flat = tree_layout(["a", "b"], ["X", "Y"], [])  # no node: the tags on the top row, no drop
+    assert flat["tag_y"] == [16, 16] and flat["leaf_y"] == 16 and flat["word_y"] == 32 and flat["drops"] == [None] * 2
 
 
 def test_five_word_tree_elements():
@@ -68,8 +76,13 @@ def test_five_word_tree_elements():
     assert len(edges) == 3 + 5  # one per node but the root, one per leaf
     # the first: NP(0,2) hangs from S (x 71, text at y 16) -> its own label (x 38, y 50)
     assert edges[0] == {"x1": "71", "y1": "21", "x2": "38", "y2": "38"}
-    # the leaf 'saw' hangs from VP (x 105, y 50) down to the tag row (y 118)
-    assert {"x1": "105", "y1": "55", "x2": "85", "y2": "106"} in edges
+    # the leaf 'saw' hangs from VP (x 105, y 50) down to its tag one row below (y 84), then drops to its word
+    assert {"x1": "105", "y1": "55", "x2": "85", "y2": "72"} in edges
+    assert [e[2] for e in els if e[1] == "drop"] == [{"x1": str(x), "y1": "89", "x2": str(x), "y2": "122"}
+                                                     for x in (23, 54, 85)]
+    leaves = ET.fromstring(tree_from_brackets(FIVE).to_svg()).findall(f"{SVG}g")[4:]
+    assert [[c.get("class") for c in g] for g in leaves] == [["drop", "tag", "word"]] * 3 + [["tag", "word"]] * 2
+    assert [e[2]["y"] for e in els if e[1] == "tag"] == ["84", "84", "84", "118", "118"]
 
 
 def test_unary_chain_lower_node_first():

@@ -63,9 +63,15 @@
       if (p >= 0) { lo[p] = Math.min(lo[p], nodeX[i]); hi[p] = Math.max(hi[p], nodeX[i]); }
     }
     const nodeY = depth.map((d) => TOP + d * ROW_H);
-    const leafY = TOP + (m ? Math.max(...depth) + 1 : 0) * ROW_H;
+    const tagY = leafParents.map((p) => TOP + (p >= 0 ? depth[p] + 1 : 0) * ROW_H);
+    const leafY = Math.max(TOP, ...tagY);
     const wordY = leafY + (tags.some((t) => t) ? WORD_DY : 0);  // no tag anywhere: the words take the tags' row
-    return {leafX, nodeX, nodeY, parents, leafParents, leafY, wordY, width, height: wordY + MARGIN};
+    const drops = [];  // from under the tag (a tagless leaf: from its edge's end) to above the word
+    tagY.forEach((y, j) => {
+      const y1 = tags[j] ? y + 5 : y - 12;
+      drops.push(wordY - 12 > y1 ? [y1, wordY - 12] : null);
+    });
+    return {leafX, nodeX, nodeY, parents, leafParents, tagY, leafY, wordY, drops, width, height: wordY + MARGIN};
   }
 
   function treeClasses(tree, n) {  // records.py's record_classes
@@ -86,7 +92,7 @@
     });
     b.leafParents.forEach((p, j) => {
       if (p >= 0) svg.appendChild(el("line", {class: "edge", x1: b.nodeX[p], y1: b.nodeY[p] + 5, x2: b.leafX[j],
-                                               y2: b.leafY - 12}));
+                                               y2: b.tagY[j] - 12}));
     });
     nodes.forEach(([s, e, label], i) => {
       const g = el("g", {class: cls("node", nodeCls, i), "data-span": `${s}-${e}`});
@@ -94,8 +100,9 @@
       svg.appendChild(g);
     });
     words.forEach((w, j) => {
-      const g = el("g", {class: cls("leaf", leafCls, j)});
-      if (tags[j]) g.appendChild(el("text", {class: "tag", x: b.leafX[j], y: b.leafY}, tags[j]));
+      const g = el("g", {class: cls("leaf", leafCls, j)}), drop = b.drops[j];
+      if (drop) g.appendChild(el("line", {class: "drop", x1: b.leafX[j], y1: drop[0], x2: b.leafX[j], y2: drop[1]}));
+      if (tags[j]) g.appendChild(el("text", {class: "tag", x: b.leafX[j], y: b.tagY[j]}, tags[j]));
       g.appendChild(el("text", {class: "word", x: b.leafX[j], y: b.wordY}, w));
       svg.appendChild(g);
     });
