@@ -1,0 +1,74 @@
+"""scripts/recipes/induction_wsj.sh on a slice of the data (issue 49): the papers' protocol (training text =
+ptb_sample/train + wsj_text, wsj22 never trained on, selection on wsj22 UF1), a slice of a run ended by STOP_AFTER,
+the same call again resuming it from its checkpoint to its end, both parses of StructFormer scored, the table."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, SHARED
+
+pytestmark = pytest.mark.slow(minutes=2)
+
+D = SHARED / "data"
+FIRST_WSJ = ("confidence in the pound is widely expected to take another sharp dive if trade figures for september "
+             "due for release tomorrow fail to show a substantial improvement from july and august 's near-record "
+             "deficits")
+
+
+def _head(src, dst, n, sep="\n"):
+    """The first n lines (sep '\\n') or blank-line blocks (sep '\\n\\n') of src, written to dst."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    parts = [p for p in src.read_text(encoding="utf-8").split(sep) if p.strip()][:n]
+    dst.write_text(sep.join(parts) + sep, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def shared_slice(tmp_path_factory):
+    if not (D / "wsj_text" / "wsj20.txt").is_file():
+        pytest.skip(f"{D / 'wsj_text'} not found")
+    root = tmp_path_factory.mktemp("shared")
+    d = root / "data"
+    _head(D / "ptb_sample" / "train.mrg", d / "ptb_sample" / "train.mrg", 40)
+    _head(D / "ptb_sample" / "valid.mrg", d / "ptb_sample" / "valid.mrg", 20)
+    _head(D / "ptb_sample" / "valid.conllu", d / "ptb_sample" / "valid.conllu", 20, "\n\n")
+    _head(D / "wsj22" / "wsj22.mrg", d / "wsj22" / "wsj22.mrg", 25)
+    _head(D / "wsj22" / "wsj22.sd.conll", d / "wsj22" / "wsj22.sd.conll", 25, "\n\n")
+    for name in ("wsj15-18.txt", "wsj20.txt"):
+        _head(D / "wsj_text" / name, d / "wsj_text" / name, 30)
+    return root
+
+
+def _recipe(shared, work, **env):
+    base = dict(PYTHON=sys.executable, PATH="/usr/bin:/bin", RUNS="structformer_tiny", SEEDS="1", CORPUS="wsj",
+                VALIDATE="3", PATIENCE="50", POLL="1", MAX_UPDATE="9")
+    return subprocess.run(["bash", str(REPO / "scripts" / "recipes" / "induction_wsj.sh"), str(shared), str(work)],
+                          env=dict(base, **env), capture_output=True, text=True, timeout=900)
+
+
+def test_induction_recipe_slice_resume_and_scores(shared_slice, tmp_path):
+    work = tmp_path / "work"
+    run = work / "wsj" / "structformer_tiny_s1"
+    first = _recipe(shared_slice, work, STOP_AFTER="3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    text = (work / "wsj" / "text" / "train.txt").read_text(encoding="utf-8").splitlines()
+    assert len(text) == 40 + 30 + 30  # every sentence of the slice has words
+    assert text[40] == FIRST_WSJ  # the treebank's 40 sentences first, then wsj_text normalised (--tokenize ptb)
+    wsj22 = (shared_slice / "data" / "wsj22" / "wsj22.mrg").read_text(encoding="utf-8")
+    assert "influential members of the house" not in "\n".join(text) and "Influential" in wsj22  # not trained on
+    assert not (run / ".done").exists() and not (run / "induce_wsj22").exists()
+    assert "| wsj | `structformer_tiny` | 1 | 3/3* |" in first.stdout  # best at update 3 of 3 so far, training
+
+    second = _recipe(shared_slice, work)
+    assert second.returncode == 0, second.stderr[-3000:]
+    log = (run / "train.log").read_text(encoding="utf-8")
+    assert log.count("start/resume on cpu") == 2
+    assert "Loaded checkpoint" in log and "num_updates 9" in log.replace("=", " ") and (run / ".done").is_file()
+    for name in ("induce_wsj22", "induce_wsj22_joint", "induce_ptbvalid", "induce_ptbvalid_joint"):
+        assert (run / name / "scores.json").is_file(), name
+    row = next(line for line in second.stdout.splitlines() if "`structformer_tiny`" in line)
+    assert "/9 |" in row and "*" not in row and row.count(" - ") == 0  # every cell scored
+    assert "| | right-branching |" in second.stdout and "| | right chain |" in second.stdout
+
+    again = _recipe(shared_slice, work)  # a finished run trains nothing more
+    assert again.returncode == 0 and (run / "train.log").read_text(encoding="utf-8") == log
