@@ -18,6 +18,18 @@ loads the plugin through ``--user-dir`` or ``import fairseq_tree``). Nothing her
 5. **One log line of fairseq's**: fairseq's text_to_speech tasks ask for tensorboardX at import ("Please install
    tensorboardX"), which fairseq-tree never uses; ``fairseq_tree/__init__.py`` filters that one message of those two
    loggers (nothing else of fairseq's logging changes).
+6. **fairseq's import-time root logger**: two fairseq modules call ``logging.basicConfig`` at import (DEBUG in
+   ``models/wav2vec/wav2vec2_classification.py``), so every later ``basicConfig`` (fairseq-generate's and
+   fairseq-interactive's own, ours, a user's) did nothing and every library's DEBUG lines were printed (hydra's,
+   matplotlib's font search). When the plugin imports fairseq, ``fairseq_tree/__init__.py`` makes those calls
+   no-ops (the root logger stays as the process had it). When fairseq was imported first (fairseq's CLIs with
+   ``--user-dir``) and the root logger is exactly what that call left (level DEBUG, one bare stderr handler),
+   the level goes to what fairseq's CLIs ask for: ``LOGLEVEL``, default INFO (``LOGLEVEL=DEBUG`` keeps DEBUG).
+7. **hydra's deprecation warnings**: fairseq's ``convert_namespace_to_omegaconf`` (every fairseq-train,
+   -generate, -interactive) calls hydra's deprecated API (``hydra.experimental``, ``strict=``, ``# @package
+   _group_`` headers, schema matching) and printed five warnings (about 20 lines) a run that no user can act on.
+   Those five messages are ignored during that call only (its ``initialize`` and ``compose``); the process's
+   warning filters are untouched, what the call composes is unchanged.
 
 Not global: the batching fix that keeps the sentences fairseq main's ``--required-batch-size-multiple`` drops (the
 0.12.2 release keeps them) applies to
@@ -26,8 +38,12 @@ the plugin's tasks (:mod:`fairseq_tree.data.leftovers`); to fairseq's own tasks 
 """
 
 import atexit
+import functools
+import inspect
+import logging
 import os
 import queue
+import sys
 import threading
 import types
 import warnings
@@ -35,8 +51,19 @@ import warnings
 from fairseq_tree import safe_loading
 from fairseq_tree.data import leftovers
 
+#: the warnings of item 7: hydra's deprecation notices about fairseq's use of its API
+HYDRA_DEPRECATIONS = (
+    r"hydra\.experimental\.\w+\(\) is no longer experimental",
+    r"\s*The version_base parameter is not specified",
+    r"In '[^']*': Usage of deprecated keyword in package header",
+    r"\s*'[^']*' is validated against ConfigStore schema",
+    r"\s*The strict flag in the compose API is deprecated",
+)
 
-def apply() -> None:
+
+def apply(fairseq_imported_first: bool = False) -> None:
+    """Make the changes listed above (once); ``fairseq_imported_first``: fairseq was imported before the plugin
+    (item 6)."""
     import torch
 
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 6):
@@ -54,8 +81,54 @@ def apply() -> None:
         np.compat = types.SimpleNamespace(long=np.int64)
 
     _stop_prefetch_threads_at_exit()
+    _quiet_fairseq_config_conversion()
+    if fairseq_imported_first:
+        lower_fairseq_debug_root()
     if os.environ.get(leftovers.ENV) == "1":
         leftovers.patch_fairseq_batch_by_size()
+
+
+def lower_fairseq_debug_root() -> None:
+    """Item 6: the root logger as fairseq's import-time ``basicConfig(level=DEBUG)`` leaves it (DEBUG, one stderr
+    StreamHandler with the default format) -> ``LOGLEVEL`` (default INFO), fairseq's CLIs' level; else unchanged."""
+    root = logging.getLogger()
+    if root.level != logging.DEBUG or len(root.handlers) != 1:
+        return
+    handler = root.handlers[0]
+    bare = (type(handler) is logging.StreamHandler and handler.stream is sys.stderr and not handler.filters
+            and handler.level == logging.NOTSET and handler.formatter is not None
+            and handler.formatter._fmt == logging.BASIC_FORMAT)
+    if bare:
+        root.setLevel(os.environ.get("LOGLEVEL", "INFO").upper())
+
+
+def _without_hydra_deprecations(fn):
+    """``fn`` with item 7's hydra warnings ignored while it runs (the filters restored after). hydra's
+    ``initialize`` finds ``config_path`` relative to its caller's file: told to look one frame further up, past
+    this wrapper, it still finds fairseq's."""
+    frames = "caller_stack_depth" in inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if frames:
+            kwargs["caller_stack_depth"] = kwargs.get("caller_stack_depth", 1) + 1
+        with warnings.catch_warnings():
+            for message in HYDRA_DEPRECATIONS:
+                warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            return fn(*args, **kwargs)
+
+    call._fairseq_tree_quiet = True
+    return call
+
+
+def _quiet_fairseq_config_conversion() -> None:
+    """Item 7: the hydra calls of fairseq's ``convert_namespace_to_omegaconf`` (names it looks up at call time)."""
+    from fairseq.dataclass import utils as dataclass_utils
+
+    for name in ("initialize", "compose"):
+        fn = getattr(dataclass_utils, name)
+        if not getattr(fn, "_fairseq_tree_quiet", False):
+            setattr(dataclass_utils, name, _without_hydra_deprecations(fn))
 
 
 def _stop_prefetch_threads_at_exit() -> None:

@@ -83,7 +83,8 @@ def _train_tiny_stanza(ptb: Path, root: Path) -> Path:
     for name, n in (("train.mrg", 200), ("valid.mrg", 30)):
         with open(ptb / name, encoding="utf-8") as f:
             (treebank / name).write_text("".join(line for _, line in zip(range(n), f)), encoding="utf-8")
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # PYTHON: the recipe runs the console script of the active environment, this one whatever PATH says
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHON=sys.executable)
     script = REPO / "scripts" / "recipes" / "train_stanza_parser.sh"
     proc = subprocess.run(["bash", str(script), str(treebank), str(out),
                            "--size", "tiny", "-q"], cwd=str(REPO), env=env, capture_output=True, text=True,

@@ -15,6 +15,7 @@ import os
 import sys
 
 from fairseq_tree.inference.checkpoint import load_checkpoint
+from fairseq_tree.utils.help_text import ArgumentParser
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -50,7 +51,7 @@ def attention_share(model, task, subset: str, max_tokens: int) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data")
     p.add_argument("path", metavar="CKPT")
     p.add_argument("--subset", default="test")

@@ -16,6 +16,7 @@ import sys
 from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.inference.average import CheckpointError, average_checkpoints, last_checkpoints, save_atomic
 from fairseq_tree.safe_loading import UnsafeCheckpointError
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def positive(value: str) -> int:
@@ -26,7 +27,7 @@ def positive(value: str) -> int:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-average", description=(
+    p = ArgumentParser(prog="fairseq-tree-average", description=(
         "Average the parameters of fairseq checkpoints (the output keeps the first input's config and state)."))
     p.add_argument("--inputs", nargs="+", required=True,
                    help="checkpoint files, or one directory with --num-update-checkpoints/--num-epoch-checkpoints")

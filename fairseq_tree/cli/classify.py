@@ -31,12 +31,13 @@ from fairseq_tree.preprocess.pipeline import parser_options
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.text.tokenize import InputError, check_line, decode_line  # a bad line of text
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.utils.help_text import ArgumentParser
 
 logger = logging.getLogger("fairseq_tree.classify")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-classify",
+    p = ArgumentParser(prog="fairseq-tree-classify",
                                 description="Classify sentences (trees or raw text) with a tree_classification "
                                             "checkpoint; score them against gold labels.")
     p.add_argument("--path", required=True, metavar="CKPT", help="checkpoint")
@@ -161,7 +162,7 @@ def cli_main() -> int:
                         stream=sys.stderr)
     try:
         main()
-    except (ValueError, UnsafeCheckpointError) as e:
+    except (ValueError, FileNotFoundError, UnsafeCheckpointError) as e:  # (a missing model or data directory)
         print(f"fairseq-tree-classify: error: {e}", file=sys.stderr)
         return 1
     return 0

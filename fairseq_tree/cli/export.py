@@ -19,10 +19,11 @@ import sys
 from fairseq_tree.cli.logs import setup_logging
 from fairseq_tree.inference.export import export
 from fairseq_tree.safe_loading import UnsafeCheckpointError
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-export", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="fairseq-tree-export", description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", help="a checkpoint of any fairseq-tree task")
     p.add_argument("out", help="the folder to write (created; files in it are replaced)")
     p.add_argument("--data", metavar="DIR", help="the data-bin with the dictionaries, when not where the checkpoint "

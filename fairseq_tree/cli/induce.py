@@ -45,6 +45,7 @@ from typing import Dict, List
 
 import torch
 
+from fairseq_tree.cli.logs import add_verbose_arg, setup_logging
 from fairseq_tree.evaluation import plotting
 from fairseq_tree.evaluation import unsupervised as U
 from fairseq_tree.inference.export import resolve_folder
@@ -55,6 +56,7 @@ from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.text.tokenize import InputError, Tokenizer, check_line, decode_line
 from fairseq_tree.trees import check_heads, to_brackets
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.utils.help_text import ArgumentParser
 from fairseq_tree.view.records import attention_item
 
 logger = logging.getLogger("fairseq_tree.induce")
@@ -153,10 +155,11 @@ def induce_text(args, model, task, t0: float) -> dict:
     digits = not (args.keep_digits or getattr(task.cfg, "eval_keep_digits", False))
     split = [split_words(tok(line), lower, digits) for line in read_text(args.input)]
     words = [w for _, _, w in split]
-    spans, heads, _ = induce_all(model, task, words, args.batch_size, progress="induce", **parse_opts(args.opt))
+    spans, heads, maps = induce_all(model, task, words, args.batch_size, maps_to_keep(args, words),
+                                    progress="induce", **parse_opts(args.opt))
     trees = [to_brackets(tokens_to_tree(t, pos, sp)) for (t, pos, _), sp in zip(split, spans)]
     U.atomic_write_text(os.path.join(args.out, "trees.txt"), "".join(t + "\n" for t in trees))
-    raw = [[t[k] for k in pos] for t, pos, _ in split]
+    raw = [[t[k] for k in pos] for t, pos, _ in split]  # the word tokens as written (induced normalised)
     result = {"checkpoint": args.path, "input": args.input, "sentences": len(split),
               "words": sum(len(w) for w in words), "induce_options": parse_opts(args.opt)}
     if heads is not None:
@@ -169,10 +172,37 @@ def induce_text(args, model, task, t0: float) -> dict:
     if not args.no_perplexity and any(words):
         result["perplexity"] = U.masked_word_perplexity(model, task.source_dictionary, [w for w in words if w],
                                                         device=_device(model))
+    draw(args, result, maps, raw, spans)
     result["seconds"] = round(time.time() - t0, 1)
     U.atomic_write_text(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
     print(f"{result['sentences']} sentences ({result['words']} words) induced: {args.out}/trees.txt")
     return result
+
+
+def maps_to_keep(args, sentences: List[List[str]]) -> int:
+    """``keep_maps`` of :func:`induce_all` for ``--plot N`` / ``--dump-attention``: the sentences up to the N-th
+    (default :data:`DUMP_SENTENCES`) of >= 2 words, the ones :func:`draw` draws."""
+    shown = args.plot or (DUMP_SENTENCES if args.dump_attention else 0)
+    multi = [k for k, s in enumerate(sentences) if len(s) >= 2][:shown]
+    return multi[-1] + 1 if multi else 0
+
+
+def draw(args, result: dict, maps: Dict[int, Dict[str, torch.Tensor]], words: List[List[str]], spans) -> None:
+    """``--plot``: ``OUT/plots/sent{k}_*.png`` of the kept sentences of >= 2 ``words``; ``--dump-attention``: their
+    maps as JSON lines. The files go into ``result`` (``plots``, ``attention``)."""
+    if args.plot:
+        plots = []
+        for k in sorted(maps):
+            if len(words[k]) >= 2:
+                plots += plot_sentence(os.path.join(args.out, "plots"), k, words[k], spans[k], maps[k])
+        if plots:
+            logger.info("--plot %d: %d PNG files in %s", args.plot, len(plots), os.path.join(args.out, "plots"))
+        else:
+            logger.warning("--plot %d: no sentence of two words or more to draw", args.plot)
+        result["plots"] = plots
+    if args.dump_attention:
+        dump_attention(args.dump_attention, maps, words, spans)
+        result["attention"] = args.dump_attention
 
 
 def dump_attention(path: str, maps: Dict[int, Dict[str, torch.Tensor]], words: List[List[str]], spans) -> None:
@@ -211,14 +241,8 @@ def main(args) -> dict:
         print(f"masked-word perplexity (each word masked once): {result['perplexity']['perplexity']:.2f} "
               f"over {result['perplexity']['words']} words")
         return result
-    shown = args.plot or (DUMP_SENTENCES if args.dump_attention else 0)
-    if not shown:
-        keep = 0
-    else:  # maps of the first N sentences with >= 2 words
-        multi = [k for k, s in enumerate(sentences) if len(s) >= 2][:shown]
-        keep = multi[-1] + 1 if multi else 0
-    spans, heads, maps = induce_all(model, task, sentences, args.batch_size, keep, progress="induce",
-                                    **parse_opts(args.opt))
+    spans, heads, maps = induce_all(model, task, sentences, args.batch_size, maps_to_keep(args, sentences),
+                                    progress="induce", **parse_opts(args.opt))
     raw = [g.raw_words for g in gold]
     trees = [U.spans_to_brackets(s, w, "X", "X") if w else "" for s, w in zip(spans, raw)]
     U.atomic_write_text(os.path.join(args.out, "trees.txt"), "".join(t + "\n" for t in trees))
@@ -241,15 +265,7 @@ def main(args) -> dict:
     if not args.no_perplexity:
         result["perplexity"] = U.masked_word_perplexity(model, task.source_dictionary,
                                                         [s for s in sentences if s], device=_device(model))
-    if args.plot:
-        plots = []
-        for k in sorted(maps):
-            if len(sentences[k]) >= 2:
-                plots += plot_sentence(os.path.join(args.out, "plots"), k, raw[k], spans[k], maps[k])
-        result["plots"] = plots
-    if args.dump_attention:
-        dump_attention(args.dump_attention, maps, raw, spans)
-        result["attention"] = args.dump_attention
+    draw(args, result, maps, raw, spans)
     result["seconds"] = round(time.time() - t0, 1)
     U.atomic_write_text(os.path.join(args.out, "scores.json"), json.dumps(result, indent=1) + "\n")
     print(format_table(result))
@@ -257,7 +273,7 @@ def main(args) -> dict:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-induce", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="fairseq-tree-induce", description=__doc__.split("\n\n")[0])
     p.add_argument("--path", required=True, help="tree_induction checkpoint (constituent_transformer, structformer) "
                                                  "or a fairseq-tree-export folder")
     p.add_argument("--treebank", help="gold .mrg treebank (its words are induced and scored)")
@@ -281,14 +297,15 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-structure", action="store_true",
                    help="perplexity only (the plain mlm_transformer baseline, which induces nothing)")
     add_device_args(p, "the model")
+    add_verbose_arg(p)
     return p
 
 
 def cli_main(argv=None) -> None:
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stderr)
+    args = get_parser().parse_args(argv)
+    setup_logging(args.verbose)
     try:
-        main(get_parser().parse_args(argv))
+        main(args)
     except (UnsafeCheckpointError, ValueError, FileNotFoundError) as e:
         sys.exit(f"fairseq-tree-induce: error: {e}")
 

@@ -24,7 +24,6 @@ Dictionaries are read from the training data directory recorded in the checkpoin
 Library: :mod:`fairseq_tree.inference.parse` (:class:`~fairseq_tree.inference.parse.LALParser`).
 """
 
-import argparse
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ import sys
 import time
 from typing import Sequence
 
-from fairseq_tree.cli.logs import setup_logging
+from fairseq_tree.cli.logs import add_verbose_arg, setup_logging
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
 from fairseq_tree.inference.export import resolve_folder
 from fairseq_tree.inference.parse import LALParser
@@ -40,6 +39,7 @@ from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.trees import Tree, TreeFormatError, atomic_write_text, read_conllu, read_parse_trees
 from fairseq_tree.trees import write_conllu as write_conllu_file
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.utils.help_text import ArgumentParser
 from fairseq_tree.view.records import attention_item
 
 logger = logging.getLogger("fairseq_tree.parse")
@@ -92,7 +92,7 @@ def plot_attention(words: Sequence[str], attention, head_names: Sequence[str], p
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description="Parse with a lal_parser checkpoint (fairseq-tree-parse).")
+    p = ArgumentParser(description="Parse with a lal_parser checkpoint (fairseq-tree-parse).")
     p.add_argument("--path", required=True, help="checkpoint, or a fairseq-tree-export folder")
     p.add_argument("--input", required=True, help=".mrg/.trees, .conllu/.conll, or one tokenized sentence per line")
     p.add_argument("--output", help="output prefix (default: INPUT.lal)")
@@ -113,11 +113,13 @@ def get_parser():
     p.add_argument("--format", choices=["brackets", "jsonl"], default="brackets",
                    help="jsonl: also OUTPUT.jsonl, one JSON object per sentence")
     add_device_args(p, "the parser")
+    add_verbose_arg(p)
     return p
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
+    setup_logging(args.verbose)
     sentences, tags, _ = read_input(args.input)
     path, data = checkpoint_and_data(args.path, args.data)
     parser = LALParser(path, data=data, batch_size=args.batch_size, device=args.device,
@@ -170,7 +172,6 @@ def dump_attention(path: str, parser, sentences, tags, parses) -> None:
 
 
 def cli_main(argv=None):
-    setup_logging()
     try:
         main(argv)
     except (UnsafeCheckpointError, ValueError, FileNotFoundError) as e:

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from fairseq_tree.evaluation import bracket_f1, unsupervised
 from fairseq_tree.parsers import ParseError, build_parser
+from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.trees import atomic_write_text, read_parse_trees, to_brackets
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def right_branching(trees):
@@ -48,11 +50,11 @@ def parse(backend, name, sentences):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parser", choices=["stanza", "lal", "induced", "right"], required=True)
     ap.add_argument("--parser-model", help="lal / induced: the checkpoint")
     ap.add_argument("--parser-data", help="lal / induced: its data directory (default: recorded in the checkpoint)")
-    ap.add_argument("--stanza-model-dir", help="stanza: the directory of scripts/recipes/train_stanza_parser.sh")
+    ap.add_argument("--stanza-model-dir", help="stanza: a directory written by fairseq-tree-train-stanza")
     ap.add_argument("--gold", nargs="+", required=True, metavar="MRG",
                     help="gold treebanks (.mrg), e.g. wsj22.mrg and a held-out PTB file")
     ap.add_argument("--batch-size", type=int, default=64)
@@ -79,7 +81,10 @@ def main(argv=None):
 
 
 def cli_main() -> None:
-    rc = main(sys.argv[1:])
+    try:
+        rc = main(sys.argv[1:])
+    except (ValueError, FileNotFoundError, UnsafeCheckpointError) as e:  # a parser that cannot be loaded, bad input
+        sys.exit(f"fairseq-tree-parser-quality: error: {e}")
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from fairseq_tree.tasks.positions_matched_translation import LEAF_SIZES
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def splits_and_langs(src_dir: Path):
@@ -95,7 +96,7 @@ def convert(src_dir: Path, out: Path) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tree_data_bin", type=Path)
     ap.add_argument("out", type=Path)
     args = ap.parse_args(argv)

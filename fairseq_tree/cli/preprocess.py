@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 
 from fairseq_tree.data.class_labels import ClassScheme
@@ -18,6 +19,7 @@ from fairseq_tree.preprocess.pipeline import run
 from fairseq_tree.preprocess.shards import PreprocessError
 from fairseq_tree.safe_loading import UnsafeCheckpointError
 from fairseq_tree.utils.devices import add_device_args
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
@@ -39,7 +41,7 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
 
     g = p.add_argument_group("stanza")
     g.add_argument("--stanza-model-dir", metavar="DIR",
-                   help="a directory written by scripts/recipes/train_stanza_parser.sh (pos.pt, constituency.pt, "
+                   help="a directory written by fairseq-tree-train-stanza (pos.pt, constituency.pt, "
                         "pretrain.pt)")
     g.add_argument("--stanza-pos-model", metavar="FILE")
     g.add_argument("--stanza-constituency-model", metavar="FILE")
@@ -53,7 +55,7 @@ def add_backend_args(p: argparse.ArgumentParser, device: bool = True) -> None:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="fairseq-tree-preprocess",
         description="Tokenize, parse, BPE-split and binarize a corpus into a data-bin directory of source "
                     "trees (leaves, node labels, spans) and target sentences, or (--task classification) trees "
@@ -209,7 +211,16 @@ def cli_main(argv=None) -> int:
         logging.getLogger("fairseq_tree.preprocess").error("%s", e)
         print(f"fairseq-tree-preprocess: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the worker processes ignore it (the run stops them), so this one line
+        print(interrupted(sys.argv[1:] if argv is None else argv), file=sys.stderr)
+        return 130
     return 0
+
+
+def interrupted(argv) -> str:
+    """The line Ctrl-C prints: the shards done are kept (``DESTDIR/.work``), the same command resumes."""
+    command = shlex.join(["fairseq-tree-preprocess", *map(str, argv)])
+    return f"fairseq-tree-preprocess: interrupted; the shards done are kept, and the same command resumes: {command}"
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
     fairseq-tree-report sst WORK                                            # scripts/recipes/train_sst.sh
     fairseq-tree-report curves LOG [LOG ...] --names A B --metric uf1 --png curve.png
     fairseq-tree-report anchor WORK --reference test.de --lang de                # scripts/recipes/multi30k_anchor.sh
+    fairseq-tree-report induction WORK                                       # scripts/recipes/induction_wsj.sh
 
 ``translation``: a run directory holds ``train.log`` and ``test.gen`` (``fairseq-generate --remove-bpe`` on the
 test set; ``valid.gen`` too when present). Reported: fairseq's BLEU of each .gen (on the tokenized text, as
@@ -26,7 +27,7 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_tree.cli import report_anchor, report_curves, report_sst, report_tree2seq
+from fairseq_tree.cli import report_anchor, report_curves, report_induction, report_sst, report_tree2seq
 from fairseq_tree.evaluation.translation_runs import (
     RunError,
     detokenize,
@@ -38,13 +39,15 @@ from fairseq_tree.evaluation.translation_runs import (
     saved_scores,
     training,
 )
+from fairseq_tree.utils.help_text import ArgumentParser
 
 #: the recipes' result tables: ``fairseq-tree-report NAME --help`` lists each one's options
-TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves, "anchor": report_anchor}
+TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves, "anchor": report_anchor,
+          "induction": report_induction}
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-report", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="fairseq-tree-report", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="kind", required=True)
     t = sub.add_parser("translation", help="BLEU (fairseq's and sacreBLEU) and training of translation runs")
     t.add_argument("runs", nargs="+", metavar="RUN_DIR")

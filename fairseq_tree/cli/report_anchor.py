@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fairseq_tree.cli import report_curves
 from fairseq_tree.evaluation.translation_runs import detokenize, generate_lines, mean_sd, paired_p, saved_scores
+from fairseq_tree.utils.help_text import ArgumentParser
 
 #: (system, baseline) pairs compared, when both were run
 COMPARISONS = [("tree2seq_lal", "transformer"), ("tree2seq_lal", "tree2seq_trivial"),
@@ -168,7 +169,7 @@ def validation_curves(work: Path, tgt: str, runs, seeds) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="fairseq-tree-report anchor", description=__doc__,
+    ap = ArgumentParser(prog="fairseq-tree-report anchor", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work", type=Path)
     ap.add_argument("--reference", required=True, help="the raw test references (sacreBLEU's bootstrap)")

@@ -12,6 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+from fairseq_tree.utils.help_text import ArgumentParser
+
 
 def curve(log: Path, metric: str, required: bool = True) -> dict:
     """-> {updates: value} of the validations in ``log``; a log without one is an error when ``required``."""
@@ -29,7 +31,7 @@ def curve(log: Path, metric: str, required: bool = True) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--names", nargs="+")
     ap.add_argument("--metric", default="uf1")

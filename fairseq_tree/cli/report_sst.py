@@ -9,6 +9,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from fairseq_tree.utils.help_text import ArgumentParser
+
 #: (run directory, description, paper SST-5, paper SST-2); the phrase-accuracy column is left empty for models
 #: trained on sentence labels only (their phrase outputs were never trained)
 ROWS = [
@@ -39,9 +41,8 @@ SENTENCE_ONLY = {"transformer", "tree_rootonly"}
 
 
 def main(argv=None) -> None:
-    import argparse
 
-    ap = argparse.ArgumentParser(prog="fairseq-tree-report sst", description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(prog="fairseq-tree-report sst", description=__doc__.split("\n\n")[0])
     ap.add_argument("work", help="the WORK directory of scripts/recipes/train_sst.sh")
     w = Path(ap.parse_args(argv).work)
     paper = lambda x: "—" if x is None else f"{x:.1f}"  # noqa: E731

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fairseq_tree.evaluation.translation_runs import RunError, fairseq_bleu, mean_sd, training
 from fairseq_tree.evaluation.translation_runs import paired_p as translation_paired_p
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def bleu(gen: Path) -> float:
@@ -94,7 +95,7 @@ def plot(points: dict, path: str):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work")
     ap.add_argument("--tgts", nargs="+", default=["de"])
     ap.add_argument("--trees", nargs="*", default=["stanza", "trivial"])

@@ -22,6 +22,7 @@ import sys
 
 from fairseq_tree.evaluation import bracket_f1, unsupervised
 from fairseq_tree.trees import TreeFormatError
+from fairseq_tree.utils.help_text import ArgumentParser
 
 EVALB_HELP = """Files hold one tree per line, as EVALB reads them (a tree may also continue over several lines of the
 gold file); a blank line of --pred is a sentence the parser did not parse (EVALB's "skip"). The rules are EVALB's
@@ -33,7 +34,7 @@ unless --delete-wrappers (reported as "rules" in the JSON)."""
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-score", epilog=EVALB_HELP, description=(
+    p = ArgumentParser(prog="fairseq-tree-score", epilog=EVALB_HELP, description=(
         "Score any parser's output against a gold treebank as EVALB (COLLINS.prm) does or, with --unsupervised, "
         "as the unsupervised-parsing literature does."))
     p.add_argument("--gold", required=True, help="gold bracketed trees (.mrg)")

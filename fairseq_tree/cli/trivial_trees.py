@@ -13,10 +13,11 @@ from pathlib import Path
 
 from fairseq_tree.evaluation.unsupervised import TRIVIAL_SHAPES, trivial_tree
 from fairseq_tree.trees import to_brackets, tree_from_brackets
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input")
     ap.add_argument("output")
     ap.add_argument("--shape", choices=sorted(TRIVIAL_SHAPES), default="right")

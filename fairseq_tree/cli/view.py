@@ -19,6 +19,7 @@ import os
 import sys
 
 from fairseq_tree.trees import TreeFormatError
+from fairseq_tree.utils.help_text import ArgumentParser
 from fairseq_tree.view import page, records
 
 
@@ -41,7 +42,7 @@ def build(args):
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-view", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="fairseq-tree-view", description=__doc__.split("\n\n")[0])
     p.add_argument("out", metavar="OUT.html", help="the page to write")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--trees", metavar="FILE", help="a treebank (brackets): the gold trees with --pred")

@@ -19,7 +19,6 @@ CLI (writes one file, reports counts on stderr)::
         --text multi30k/train.en [--keep-case] [--keep-digits]
 """
 
-import argparse
 import re
 import sys
 from typing import Iterable, Iterator, List
@@ -27,6 +26,7 @@ from typing import Iterable, Iterator, List
 from fairseq_tree.text.normalize import WORD_TAGS, normalize_word, word_positions  # noqa: F401  (re-exported)
 from fairseq_tree.text.tokenize import Tokenizer
 from fairseq_tree.trees import atomic_write, read_treebank
+from fairseq_tree.utils.help_text import ArgumentParser
 
 _WORDLIKE = re.compile(r"\w")
 #: treebank tokens that are words without a letter or digit (tagged NN and CC in the PTB)
@@ -72,7 +72,7 @@ def text_sentences(lines: Iterable[str], lowercase: bool = True, digits: bool = 
 
 
 def cli_main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="output text file, one sentence per line")
     p.add_argument("--treebank", nargs="*", default=[], help=".mrg files: their words (by POS tag)")
     p.add_argument("--text", nargs="*", default=[], help="raw text files, one sentence per line")

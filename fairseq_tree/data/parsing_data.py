@@ -34,6 +34,7 @@ import sys
 from typing import List
 
 from fairseq_tree.trees import Tree, plain_word, read_conllu, read_parse_trees
+from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def attach_dependencies(trees: List[Tree], dep_path: str, tree_path: str) -> None:
@@ -61,7 +62,7 @@ SPLITS = ("train", "valid", "test")
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     for s in SPLITS:
         p.add_argument(f"--{s}", metavar="MRG", help=f"{s} treebank (.mrg brackets)")

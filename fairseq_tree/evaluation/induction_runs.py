@@ -5,13 +5,12 @@ A run is a directory ``WORK/CORPUS/ARCH_sSEED`` with its ``train.log`` (fairseq'
 the selected validation: the best wsj22 UF1, and the updates there) and ``induce_SET[_joint]/scores.json``
 (``fairseq-tree-induce``). Runs without scores (still training) are listed with their updates so far.
 
-    python -m fairseq_tree.evaluation.induction_runs WORK > WORK/results.md
+    fairseq-tree-report induction WORK > WORK/results.md
 """
 
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -108,20 +107,4 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m fairseq_tree.evaluation.induction_runs WORK", file=sys.stderr)
-        return 2
-    work = Path(argv[0])
-    if not work.is_dir():
-        print(f"{work}: no such directory", file=sys.stderr)
-        return 2
-    sys.stdout.write(table(collect(work)))
-    return 0
-
-
-__all__ = ["collect", "main", "run_record", "table"]
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["collect", "run_record", "table"]

@@ -9,7 +9,9 @@
 * :mod:`.classify`: :class:`~.classify.Classifier` (``tree_classification`` checkpoints), predictions and
   their accuracies, the Table 4 attention shares;
 * :mod:`.average`: average the parameters of checkpoints (``fairseq-tree-average``);
-* :mod:`.text`: :class:`~.text.RawTextParser`, raw text -> bracketed trees (tokenizer + preprocessing backend).
+* :mod:`.text`: :class:`~.text.RawTextParser`, raw text -> bracketed trees (tokenizer + preprocessing backend);
+* :mod:`.input_policy`: what becomes of an input line that cannot be translated as it is (unreadable, or over the
+  model's positions), one policy for fairseq-interactive, the tree2seq hub and fairseq-tree-preprocess.
 
 Submodules are imported on use: importing this package loads no model code.
 """

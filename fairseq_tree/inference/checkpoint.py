@@ -1,9 +1,13 @@
 """Loading a checkpoint: the one place that calls fairseq's ``load_model_ensemble_and_task`` (hub interfaces,
 CLIs and parser backends all come through here). A checkpoint of another task stops here, before its model is
-built, with a message naming its task and the tool that runs it (:class:`WrongCheckpoint`)."""
+built, with a message naming its task and the tool that runs it (:class:`WrongCheckpoint`); one whose data
+directory (its dictionaries) is not there stops with the option that names another (:class:`MissingDataDirectory`).
+A parser backend rewords both in its own options (:func:`as_parser_backend`)."""
 
+import contextlib
 import os
-from typing import Optional, Sequence
+import re
+from typing import Iterator, Optional, Sequence
 
 from fairseq_tree.utils.devices import resolve_device
 
@@ -18,10 +22,30 @@ RUNNERS = {
     "constituency_parsing": ("fairseq-tree-parse", "LALParserModel.from_pretrained"),
     "tree_induction": ("fairseq-tree-induce", "StructFormerModel / ConstituentTransformerModel.from_pretrained"),
 }
+#: each task's checkpoints -> the preprocessing parser backend that reads them (``--parser NAME``)
+PARSER_BACKENDS = {"constituency_parsing": "lal", "tree_induction": "induced"}
 
 
 class WrongCheckpoint(ValueError):
-    """A checkpoint given to a tool that runs another task's checkpoints."""
+    """A checkpoint given to a tool that runs another task's checkpoints (``path``, its ``task`` and ``arch``)."""
+
+    def __init__(self, message: str, path: str = "", task: Optional[str] = None, arch: str = ""):
+        super().__init__(message)
+        self.path, self.task, self.arch = path, task, arch
+
+
+class MissingDataDirectory(FileNotFoundError):
+    """The data directory a checkpoint records (``data``, its dictionaries) is not there; ``how``: the caller's
+    way to name another (``fairseq-tree-parse --data DIR``, ``--parser-data DIR``)."""
+
+    def __init__(self, path: str, data: str, how: str, cwd: Optional[str] = None):
+        self.path, self.data, self.how, self.cwd = path, data, how, cwd or os.getcwd()
+        super().__init__(f"{path} was trained on the data directory {data!r}, which is not there (from "
+                         f"{self.cwd}): give the data-bin with its dictionaries ({how}), or a folder written by "
+                         "fairseq-tree-export CKPT OUT, which holds everything the model needs")
+
+    def __reduce__(self):  # (to a worker process's parent: its arguments, not the message)
+        return type(self), (self.path, self.data, self.how, self.cwd)
 
 
 def checkpoint_task(state: dict) -> Optional[str]:
@@ -41,19 +65,45 @@ def check_task(path: str, state: dict, expect: Sequence[str], user: str) -> None
     command, hub = RUNNERS.get(task, ("the tool of that task", "its model's from_pretrained"))
     wanted = " or ".join(expect)
     raise WrongCheckpoint(f"{path} is a {task!r} checkpoint ({_arch(state)}); {user} takes {wanted} checkpoints. "
-                          f"Run it with {command}, or load it with {hub}.")
+                          f"Run it with {command}, or load it with {hub}.", path, task, _arch(state))
 
 
 def _check_data(path: str, state: dict, user: str) -> None:
-    """FileNotFoundError when the checkpoint's data directory (its dictionaries) is not there."""
+    """MissingDataDirectory when the checkpoint's data directory (its dictionaries) is not there (a relative one,
+    recorded before training made it absolute: from this working directory)."""
     cfg = state.get("cfg")
     data = getattr(cfg["task"], "data", None) if cfg is not None and cfg.get("task") is not None else None
     first = data.split(os.pathsep)[0] if isinstance(data, str) and data else None
     if first and not os.path.isdir(first):
-        raise FileNotFoundError(
-            f"{path} was trained on the data directory {first!r}, which is not there (from {os.getcwd()}): give "
-            f"{user} the data-bin with its dictionaries (--data DIR, or data_name_or_path=), or load a folder "
-            "written by fairseq-tree-export CKPT OUT, which holds everything the model needs")
+        raise MissingDataDirectory(path, first, data_advice(user))
+
+
+def data_advice(user: str) -> str:
+    """How ``user`` is given another data directory: ``--data DIR`` for our CLIs (a ``user`` of the form
+    ``fairseq-tree-X`` or ``fairseq-tree-X (Hub.from_pretrained)``), ``data_name_or_path=DIR`` for a hub class."""
+    m = re.fullmatch(r"(fairseq-tree-\S+)(?: \((.+)\))?", user)
+    if m is None:
+        return f"data_name_or_path=DIR for {user}" if "from_pretrained" in user else f"--data DIR for {user}"
+    how = f"{m.group(1)} --data DIR"
+    return f"{how}; data_name_or_path=DIR for {m.group(2)}" if m.group(2) else how
+
+
+@contextlib.contextmanager
+def as_parser_backend(name: str) -> Iterator[None]:
+    """Load a checkpoint as the preprocessing parser backend ``name`` (``--parser NAME --parser-model CKPT``, in
+    fairseq-tree-preprocess, -classify and -parser-quality): a checkpoint of another task is refused naming the
+    backend that reads it, a missing data directory naming ``--parser-data``."""
+    try:
+        yield
+    except WrongCheckpoint as e:
+        reads = " or ".join(t for t, b in PARSER_BACKENDS.items() if b == name)
+        other = PARSER_BACKENDS.get(e.task)
+        fix = (f"give it with --parser {other}" if other else
+               f"it is no parser: run it with {RUNNERS.get(e.task, ('the tool of that task',))[0]}")
+        raise WrongCheckpoint(f"{e.path} is a {e.task!r} checkpoint ({e.arch}); --parser {name} takes {reads} "
+                              f"checkpoints: {fix}", e.path, e.task, e.arch) from None
+    except MissingDataDirectory as e:
+        raise MissingDataDirectory(e.path, e.data, "--parser-data DIR", e.cwd) from None
 
 
 def _arch(state: dict) -> str:
@@ -71,7 +121,8 @@ def load_checkpoint(path: str, data: Optional[str] = None, device: Optional[str]
     ``task_options``: task settings set even where the saved config predates them (fairseq's overrides skip
     keys it lacks). ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (ValueError if unusable here, before anything
     is loaded), None: the GPU when there is one. ``expect``: the tasks ``user`` (a CLI or hub class, for the
-    messages) runs. FileNotFoundError when the data directory is not there, saying what to pass."""
+    messages) runs. MissingDataDirectory (a FileNotFoundError) when the data directory is not there,
+    saying what ``user`` passes instead."""
     from fairseq import checkpoint_utils  # (fairseq_tree, this module's package, has registered the plugin)
 
     device = resolve_device(device)
@@ -90,4 +141,5 @@ def load_checkpoint(path: str, data: Optional[str] = None, device: Optional[str]
     return [m.to(device).eval() for m in models], cfg, task
 
 
-__all__ = ["RUNNERS", "WrongCheckpoint", "check_task", "checkpoint_task", "load_checkpoint"]
+__all__ = ["PARSER_BACKENDS", "RUNNERS", "MissingDataDirectory", "WrongCheckpoint", "as_parser_backend", "check_task",
+           "checkpoint_task", "data_advice", "load_checkpoint"]

@@ -116,13 +116,20 @@ class TreeGeneratorHubInterface(GeneratorHubInterface):
         self._detok = MosesDetokenizer(lang=task.cfg.target_lang)
 
     def sample(self, sentences: Sentences, beam: int = 1, verbose: bool = False, **kwargs):
-        """Sentences (raw or bracketed, as ``tree_input`` says) -> the best :class:`Translation` of each."""
+        """Sentences (raw or bracketed, as ``tree_input`` says) -> the best :class:`Translation` of each. A sentence
+        over the model's positions (leaves + nodes) raises ValueError naming it, or with
+        ``skip_invalid_size_inputs=True`` is skipped (logged and counted) and gives None in its place
+        (:mod:`fairseq_tree.inference.input_policy`)."""
         sentences, single = _as_list(sentences)
         tokens = self.task.encode_tree_inputs(sentences)
-        hypos = self.generate(tokens, beam, verbose, **kwargs)
-        out = [Translation(self.decode(h[0]["tokens"]), float(h[0]["score"]) / math.log(2),
-                           self.tgt_dict.string(h[0]["tokens"]).split()) for h in hypos]
+        hypos = iter(self.generate(tokens, beam, verbose, **kwargs))
+        skipped = set(self.task.skipped_inputs())
+        out = [None if k in skipped else self._translation(next(hypos)[0]) for k in range(len(sentences))]
         return out[0] if single else out
+
+    def _translation(self, hypo: dict) -> Translation:
+        return Translation(self.decode(hypo["tokens"]), float(hypo["score"]) / math.log(2),
+                           self.tgt_dict.string(hypo["tokens"]).split())
 
     def decode(self, tokens: torch.LongTensor) -> str:
         text = self.tgt_dict.string(tokens, "@@ ")

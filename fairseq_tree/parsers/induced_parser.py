@@ -21,6 +21,7 @@ import re
 from typing import List, Optional, Sequence, Tuple, Union
 
 from fairseq_tree.data.induction_text import normalize_word
+from fairseq_tree.inference.checkpoint import as_parser_backend
 from fairseq_tree.inference.induce import induce_all, load
 from fairseq_tree.parsers import CheckpointBackend, resolve_device
 from fairseq_tree.trees import Tree, post_order, to_brackets
@@ -64,7 +65,8 @@ class InducedBackend(CheckpointBackend):
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
-        self.model, self.task = load(model, data, device)
+        with as_parser_backend("induced"):  # its errors name --parser / --parser-data
+            self.model, self.task = load(model, data, device)
         if not hasattr(self.model, "induce"):
             raise ValueError(f"{model}: {type(self.model).__name__} induces no structure")
         self.lowercase = not getattr(self.task.cfg, "eval_keep_case", False)

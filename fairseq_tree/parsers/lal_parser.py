@@ -12,6 +12,7 @@ Pickling keeps only the options, so worker processes reload the checkpoint.
 
 from typing import List, Optional, Sequence
 
+from fairseq_tree.inference.checkpoint import as_parser_backend
 from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.parsers import CheckpointBackend, resolve_device
 
@@ -31,7 +32,9 @@ class LALBackend(CheckpointBackend):
         if num_threads:
             torch.set_num_threads(int(num_threads))
         self.batch_size, self.device, self.sort_by_length = int(batch_size), device, bool(sort_by_length)
-        self.parser = LALParser(model, data=data, batch_size=self.batch_size, device=device, unknown_tags=unknown_tags)
+        with as_parser_backend("lal"):  # its errors name --parser / --parser-data
+            self.parser = LALParser(model, data=data, batch_size=self.batch_size, device=device,
+                                    unknown_tags=unknown_tags)
         self.parser.check_tags(None)  # raw text has no tags: a tag-reading model stops here, before any input
         self.max_words = self.parser.model.args.max_positions - 2
 

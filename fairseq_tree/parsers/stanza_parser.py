@@ -3,7 +3,7 @@
 Models come from (first match wins, see :func:`resolve_stanza_models`):
 
 1. explicit paths ``pos_model`` / ``constituency_model`` / ``pretrain`` (missing ones are taken from ``model_dir``);
-2. ``model_dir``: a directory written by ``scripts/recipes/train_stanza_parser.sh`` (``pos.pt``, ``constituency.pt``,
+2. ``model_dir``: a directory written by ``fairseq-tree-train-stanza`` (``pos.pt``, ``constituency.pt``,
    ``pretrain.pt``, ``resources.json``);
 3. the stanza resources dir (``$STANZA_RESOURCES_DIR``, else ``~/stanza_resources``): either the layout of 2.,
    or stanza's own downloaded English default models;
@@ -33,9 +33,11 @@ logger = logging.getLogger(__name__)
 LANG = "en"  # the default language; StanzaParser(lang=...) / --stanza-lang for any other
 PROCESSORS = "tokenize,pos,constituency"
 MODEL_FILES = {"pos_model": "pos.pt", "constituency_model": "constituency.pt", "pretrain": "pretrain.pt"}
-TRAIN_HINT = ("Train local models (offline, ~20 s tiny / ~12 min small on 2 cores) with\n"
-              "    scripts/recipes/train_stanza_parser.sh TREEBANK_DIR OUTDIR --size small\n"
-              "and pass model_dir=OUTDIR (fairseq-tree-preprocess --stanza-model-dir OUTDIR), or allow downloading "
+# the installed console script (the [stanza] extra), not a checkout's recipe: a pip-installed user has no scripts/
+TRAIN_HINT = ("Train local models (offline, ~20 s tiny / ~12 min small on 2 cores) from the *.mrg trees of "
+              "TREEBANK_DIR with\n"
+              "    fairseq-tree-train-stanza TREEBANK_DIR OUTDIR --size small\n"
+              "and pass --stanza-model-dir OUTDIR (model_dir=OUTDIR in Python), or allow downloading "
               "stanza's English models with download=True (--stanza-download, needs a network).")
 
 # words stanza may get as escaped brackets: give it the raw characters it was trained on
@@ -113,7 +115,7 @@ def resolve_stanza_models(pos_model: Optional[str] = None, constituency_model: O
         return {"source": "local", "resources_dir": str(res_dir.resolve()) if (res_dir / "resources.json").is_file()
                 else None, **local}
     looked.append(f"{res_dir}/{{{','.join(MODEL_FILES.values())}}} "
-                  "(models trained by scripts/recipes/train_stanza_parser.sh)")
+                  "(models trained by fairseq-tree-train-stanza)")
     default = _stanza_default_models(res_dir, lang)
     if default is None and download:
         import stanza

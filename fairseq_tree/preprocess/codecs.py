@@ -34,6 +34,7 @@ import numpy as np
 
 from fairseq_tree.data.binarize import ArrayBuilder, encode, token_dtype, write_dataset
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON, NO_TARGET, ClassScheme, node_inputs, tree_targets
+from fairseq_tree.inference.input_policy import length_fix, over_length
 from fairseq_tree.preprocess import columns as C
 from fairseq_tree.preprocess.config import PreprocessConfig
 from fairseq_tree.preprocess.shards import (
@@ -240,14 +241,23 @@ def _length_filter(linenos, src_len, tgt_len, no_tgt, paths, max_positions: int,
     bad_tgt = ~no_tgt & (tgt_len + 1 > max_positions)
     for i in np.flatnonzero(bad_src | bad_tgt | no_tgt).tolist():
         if bad_src[i]:
-            errors.add(paths["src"], int(linenos[i]), "too_long",
-                       f"source has {src_len[i]} leaves + nodes > --max-positions {max_positions}")
+            too_long(errors, paths["src"], int(linenos[i]), "source", int(src_len[i]), "leaves + nodes", max_positions)
         elif no_tgt[i]:
             errors.add(paths["tgt"], int(linenos[i]), "empty_line", "no target tokens after tokenization")
         else:
-            errors.add(paths["tgt"], int(linenos[i]), "too_long",
-                       f"target has {tgt_len[i] + 1} tokens (with EOS) > --max-positions {max_positions}")
+            too_long(errors, paths["tgt"], int(linenos[i]), "target", int(tgt_len[i]) + 1, "tokens (with EOS)",
+                     max_positions)
     return ~(bad_src | bad_tgt | no_tgt)
+
+
+def too_long(errors: LineErrors, path: str, lineno: int, side: str, size: int, unit: str, max_positions: int) -> None:
+    """Report a line over ``--max-positions`` (the policy of :mod:`fairseq_tree.inference.input_policy`): with
+    ``--on-error fail`` the message names the two options that change it, with ``skip`` it is listed as it is."""
+    message = over_length(side, size, unit, max_positions, "--max-positions")
+    if errors.on_error == "fail":
+        message += ": " + length_fix("--on-error skip to leave such lines out (each one listed in preprocess.json)",
+                                     "--max-positions")
+    errors.add(path, lineno, "too_long", message)
 
 
 def _count(ids, strings: List[str]) -> Dict[str, int]:
@@ -340,8 +350,7 @@ class ClassificationCodec(RowCodec):
             labels = node_inputs(labels, self.node_inputs)  # the target field is a class
             src_len = len(words) + len(labels)
             if src_len > max_positions:
-                errors.add(paths["src"], lineno, "too_long",
-                           f"source has {src_len} leaves + nodes > --max-positions {max_positions}")
+                too_long(errors, paths["src"], lineno, "source", src_len, "leaves + nodes", max_positions)
                 continue
             if shard.split == "train":
                 counts["src"].update(words)

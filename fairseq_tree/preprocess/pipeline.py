@@ -29,7 +29,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 from fairseq_tree.data.binarize import build_dictionary, merge_datasets
 from fairseq_tree.preprocess import sharded_layout as layout
@@ -54,6 +54,10 @@ logger = logging.getLogger("fairseq_tree.preprocess")
 
 SPLITS = ("train", "valid", "test")
 WORK_VERSION = 1
+REPORT = "preprocess.json"  # written last: its ``finished`` entry stamps the outputs as complete
+#: options that change how a run works, not what it writes: a finished run is done whatever their values now
+RUN_ONLY_OPTIONS = ("workers", "keep_work", "parse_batch_size", "stanza_batch_size", "stanza_download", "device",
+                    "launcher", "jobs", "launcher_dir")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -117,6 +121,66 @@ def _rate(n: int, seconds: float, workers: int) -> dict:
             "sentences_per_s": round(n / wall, 1) if wall > 0 else None}
 
 # --------------------------------------------------------------------------------------------------
+# a finished run: its outputs stamped by preprocess.json, so that the same command again has nothing to do
+# --------------------------------------------------------------------------------------------------
+
+def output_signature(args: PreprocessConfig, files: Dict[str, Dict[str, str]]) -> str:
+    """What a run's outputs are made of: every option but :data:`RUN_ONLY_OPTIONS` (and ``--slurm-*``), and the
+    size and modification time of every input file and of every file an option names (dictionaries, BPE codes,
+    a parser's checkpoint or model directory). Another value of any of them: the outputs are made again."""
+    options = {k: v for k, v in dataclasses.asdict(args).items()
+               if k not in RUN_ONLY_OPTIONS and not k.startswith("slurm_")}
+    desc = {"options": options, "version": WORK_VERSION,
+            "inputs": {split: {role: _file_stats(p) for role, p in roles.items()} for split, roles in files.items()},
+            "option_files": {k: _file_stats(v) for k, v in options.items()
+                             if k != "destdir" and isinstance(v, str) and os.path.exists(v)}}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _file_stats(path: str):
+    """``[size, mtime]`` of a file; of a directory, those of the files in it by name (a model directory)."""
+    if os.path.isdir(path):
+        return {name: _file_stats(os.path.join(path, name)) for name in sorted(os.listdir(path))
+                if os.path.isfile(os.path.join(path, name))}
+    return [os.path.getsize(path), os.path.getmtime(path)] if os.path.exists(path) else None
+
+
+def _outputs(destdir: str) -> Dict[str, int]:
+    """Every file the run leaves in ``destdir`` (shard directories included; the work and launcher folders and
+    the report not) -> its size."""
+    out = {}
+    for root, dirs, names in os.walk(destdir):
+        dirs[:] = sorted(d for d in dirs if not (root == destdir and d.startswith(".")))
+        for name in sorted(names):
+            rel = os.path.relpath(os.path.join(root, name), destdir)
+            if rel != REPORT:
+                out[rel] = os.path.getsize(os.path.join(root, name))
+    return out
+
+
+def finished_report(destdir: str, signature: str, keep_work: bool = False) -> Optional[dict]:
+    """The report of a finished run of ``destdir`` with this ``signature`` whose outputs are all there (same sizes),
+    said so in the log; else None, and the report of an earlier run is removed (the outputs are about to
+    change: an interrupted run must not look finished)."""
+    path = os.path.join(destdir, REPORT)
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        report = None
+    finished = report.get("finished") if isinstance(report, dict) else None
+    if not finished or finished.get("signature") != signature or _outputs(destdir) != finished.get("outputs"):
+        if os.path.exists(path):
+            os.remove(path)
+        return None
+    if not keep_work:  # what an interruption between the report and the clean-up left
+        shutil.rmtree(os.path.join(destdir, ".work"), ignore_errors=True)
+    logger.warning("%s is already preprocessed from the same inputs and options (%s): nothing to do. To make it "
+                   "again, delete %s", destdir, path, path)
+    return report
+
+
+# --------------------------------------------------------------------------------------------------
 # the pipeline
 # --------------------------------------------------------------------------------------------------
 
@@ -145,6 +209,10 @@ def run(args: PreprocessConfig) -> dict:
                for split, roles in files.items() if split == "train" or part in (None, 0)}
     shards = {split: [s for p in sorted(ps) for s in ps[p]] for split, ps in by_part.items()}
     files = {split: files[split] for split in shards}
+    signature = output_signature(args, files)
+    done = finished_report(destdir, signature, args.keep_work)
+    if done is not None:
+        return done
 
     fp = _fingerprint(args, files)
     fp_path = os.path.join(workdir, "fingerprint")
@@ -219,7 +287,8 @@ def run(args: PreprocessConfig) -> dict:
             report["shards"] = {split: [{"dir": os.path.relpath(d, args.destdir), "first_line": ss[0].first_line,
                                          "lines": sum(s.num_lines for s in ss)} for d, ss in ts]
                                 for split, ts in targets.items()}
-    atomic_write_text(os.path.join(destdir, "preprocess.json"), json.dumps(report, indent=1) + "\n")
+    report["finished"] = {"signature": signature, "outputs": _outputs(destdir)}  # written last: the stamp
+    atomic_write_text(os.path.join(destdir, REPORT), json.dumps(report, indent=1) + "\n")
     if not args.keep_work:
         shutil.rmtree(workdir)
         if launcher and not args.launcher_dir:  # the jobs' logs; kept when a job failed (the error names them)
@@ -346,11 +415,25 @@ def merge_outputs(targets: Dict[str, List[tuple]], workdir: str, src: str, codec
                 progress.update(1)
             trees_out = os.path.join(out_dir, f"{split}.{src}.trees")
             with atomic_write(trees_out) as fout:
-                for s in split_shards:  # the raw tree field (the 2nd) of every row, streamed
+                for s in split_shards:  # the raw tree field (the 2nd) of every row, streamed; "" where skipped
+                    skipped = skipped_lines(workdir, s)
                     with open(os.path.join(workdir, s.name + ".parsed.tsv"), encoding="utf-8") as f:
-                        fout.writelines(line.split("\t", 2)[1] + "\n" for line in f)
+                        for line in f:
+                            lineno, tree = line.split("\t", 2)[:2]
+                            fout.write(("" if int(lineno) in skipped else tree) + "\n")
             progress.update(1)
             progress.close()
+
+
+def skipped_lines(workdir: str, shard: Shard) -> Set[int]:
+    """The numbers of a shard's lines that its parse or bpe stage skipped (``--on-error skip``; the ``skipped``
+    lists of their metas): their lines of ``{split}.SRC.trees`` are empty, as for every skipped line (a too long
+    sentence has a tree, but no dataset holds it)."""
+    lines: Set[int] = set()
+    for suffix in (".parsed.json", ".bpe.json"):
+        with open(os.path.join(workdir, shard.name + suffix), encoding="utf-8") as f:
+            lines.update(e["line"] for e in json.load(f).get("skipped", []))
+    return lines
 
 
 def make_report(args: PreprocessConfig, codec: RowCodec, files, parse_by_split, bpe_by_split, bin_by_split, dict_paths,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import signal
 from multiprocessing.connection import wait
 from typing import Callable, Dict, List, Optional
 
@@ -69,6 +70,8 @@ def run_local(name: str, make_worker: Callable[[], Worker], todo: List[Shard], w
 
 def _serve(name: str, make_worker: Callable[[], Worker], todo: List[Shard], counter, answers) -> None:
     """One worker process: build the worker, then take shard numbers until none is left; answer each."""
+    # Ctrl-C reaches the whole process group: the parent stops the run (and these processes), one message
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         worker = start_worker(name, make_worker)
     except PreprocessError as e:

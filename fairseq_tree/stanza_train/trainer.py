@@ -64,6 +64,7 @@ from fairseq_tree.stanza_train.data import (  # noqa: F401
     write_mrg,
 )
 from fairseq_tree.trees import tree_from_brackets
+from fairseq_tree.utils.help_text import ArgumentParser
 
 logger = logging.getLogger("stanza_train")
 
@@ -396,7 +397,7 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairseq-tree-train-stanza",
+    p = ArgumentParser(prog="fairseq-tree-train-stanza",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("treebank", metavar="TREEBANK_DIR", help="directory of *.mrg bracket files (or one file)")

@@ -21,6 +21,7 @@ from fairseq.tasks import FairseqTask, register_task
 from fairseq_tree.criterions import span_hinge_dependency  # noqa: F401  (registers the criterion)
 from fairseq_tree.data.parsing_dataset import ParsingDataset, collate, encode_sentence
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.data_paths import record_absolute_data
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class ConstituencyParsingTask(KeepsLeftoverSentences, CriterionCheck, FairseqTas
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
+        record_absolute_data(cfg)  # the checkpoint's dictionaries, from any working directory
         dicts = cls.load_dicts(cfg.data)
         logger.info("dictionaries: %s", {k: len(v) for k, v in dicts.items()})
         return cls(cfg, dicts)

@@ -14,7 +14,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_tree.data import LeafBatchedLanguagePairDataset
-from fairseq_tree.tasks.data_paths import split_data_path
+from fairseq_tree.tasks.data_paths import record_absolute_data, split_data_path
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 LEAF_SIZES = "{split}.{src}-{tgt}.{src}.leaves.npy"  # [N] int: the leaves of each source (the rest are labels)
@@ -30,6 +30,11 @@ class PositionsMatchedTranslationConfig(TranslationConfig):
 @register_task("positions_matched_translation", dataclass=PositionsMatchedTranslationConfig)
 class PositionsMatchedTranslationTask(KeepsLeftoverSentences, TranslationTask):
     cfg: PositionsMatchedTranslationConfig
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        record_absolute_data(cfg)  # the checkpoint's dictionaries, from any working directory
+        return super().setup_task(cfg, **kwargs)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         if self.cfg.num_batch_buckets > 0:

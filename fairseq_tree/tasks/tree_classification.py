@@ -36,7 +36,7 @@ from fairseq_tree.criterions import tree_classification as _criterion  # noqa: F
 from fairseq_tree.data.class_labels import CLASSIFICATION_JSON
 from fairseq_tree.data.tree_classification_dataset import PhraseDataset, TreeClassificationDataset
 from fairseq_tree.tasks.criterion_check import CriterionCheck
-from fairseq_tree.tasks.data_paths import split_data_path
+from fairseq_tree.tasks.data_paths import record_absolute_data, split_data_path
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class TreeClassificationTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask
 
     @classmethod
     def setup_task(cls, cfg: TreeClassificationConfig, **kwargs):
+        record_absolute_data(cfg)  # the checkpoint's dictionaries, from any working directory
         data = cfg.data.split(":")[0]
         cfg.source_lang = cfg.source_lang or infer_source_lang(data)
         paths = [os.path.join(data, f"dict.{cfg.source_lang}.txt"),

@@ -39,6 +39,7 @@ from omegaconf import II
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
 from fairseq_tree.evaluation.unsupervised import attachment, read_gold, scored_spans, sentence_f1
 from fairseq_tree.tasks.criterion_check import CriterionCheck
+from fairseq_tree.tasks.data_paths import record_absolute_data
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
 
     @classmethod
     def setup_task(cls, cfg: TreeInductionConfig, **kwargs):
+        record_absolute_data(cfg)  # the checkpoint's dictionaries, from any working directory
         if cfg.data is None:
             raise ValueError("tree_induction: give the data directory (fairseq-preprocess --only-source)")
         path, _, _ = cls.data_layout(cfg.data)

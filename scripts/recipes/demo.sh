@@ -13,8 +13,8 @@ WORK=${2:-work}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PY=${PYTHON:-$REPO/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=${PYTHON:-python}   # the active environment (make demo puts .venv/bin first on PATH)
+export PATH=$(dirname "$(command -v "$PY")"):$PATH PYTHON=$PY  # its console scripts, here and in the recipes run
 DATA=${M30K_DIR:-$SHARED/data/multi30k}
 WORKERS=${WORKERS:-2}
 QUICK=${DEMO_QUICK:-0}
@@ -95,7 +95,7 @@ PYEOF
 # 4. a small tree2seq for a bounded time, then the test set with beam 5 and sacrebleu
 TRAIN_MINUTES=${TRAIN_MINUTES:-10}
 if [ "$TRAIN_MINUTES" != 0 ]; then
-  BINDIR=$(dirname "$PY")
+  BINDIR=$(dirname "$(command -v "$PY")")
   CKPT=$WORK/ckpt/demo_tree2seq
   HOURS=$("$PY" -c "print($TRAIN_MINUTES / 60)")
   LOG_INTERVAL=$([ "$QUICK" = 1 ] && echo 5 || echo 20)

@@ -15,7 +15,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BUNDLE=${1:-$REPO/.gpu}; PYVER=${2:-3.12}
 SHARED=${SHARED:-$REPO/../shared}
-PY=${PYTHON:-$REPO/.venv/bin/python}
+PY=${PYTHON:-python}  # the active environment (its pip downloads the wheels)
 mkdir -p "$BUNDLE/whl" "$BUNDLE/shared/data" && BUNDLE=$(cd "$BUNDLE" && pwd)
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version "$PYVER" --implementation cp "${plat[@]}" \

@@ -20,7 +20,7 @@
 # uninterrupted --patience run stops (fairseq counts patience afresh after a resume: the stop is read from the
 # log, as the Multi30k recipe does). Then fairseq-tree-induce writes induce_{wsj22,ptbvalid}[_joint]/scores.json
 # (StructFormer: eq. 17's argmax heads, and Algorithm 3's tree heads as _joint). Last:
-#   python -m fairseq_tree.evaluation.induction_runs WORK > WORK/results.md   (mean ± sd over seeds)
+#   fairseq-tree-report induction WORK > WORK/results.md   (mean ± sd over seeds)
 set -euo pipefail
 SHARED=${1:-../shared}
 WORK=${2:-work/induction_wsj}
@@ -135,5 +135,5 @@ for arch in $RUNS; do
     evaluate "$arch" "$seed"
   done
 done
-"$PY" -m fairseq_tree.evaluation.induction_runs "$WORK" > "$WORK/results.md"
+fairseq-tree-report induction "$WORK" > "$WORK/results.md"
 cat "$WORK/results.md"

@@ -30,7 +30,7 @@ set -euo pipefail
 WORK=${1:?WORK_DIR}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
+PY=${PYTHON:-python}  # the active environment
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
 THREADS=${THREADS:-1}
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS

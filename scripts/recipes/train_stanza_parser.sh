@@ -11,7 +11,13 @@ if [ $# -lt 2 ]; then
 fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [ -x "$REPO/.venv/bin/python" ]; then PY="${PYTHON:-$REPO/.venv/bin/python}"; else PY="${PYTHON:-python3}"; fi
-# the console script of the same environment as $PY, venv or not
-exec "$(dirname "$(command -v "$PY")")/fairseq-tree-train-stanza" "$@"
+# the active environment's python (or $PYTHON), as the other recipes: not a checkout's .venv
+PY=${PYTHON:-python}
+CMD=$(command -v "$PY") || { echo "$0: no $PY on PATH (set PYTHON=/path/to/python)" >&2; exit 2; }
+BIN=$(dirname "$CMD")
+if [ ! -x "$BIN/fairseq-tree-train-stanza" ]; then
+    echo "$0: fairseq-tree-train-stanza is not installed beside $PY ($BIN): pip install 'fairseq-tree[stanza]'" \
+         "in that environment, or set PYTHON to the python of one that has it" >&2
+    exit 2
+fi
+exec "$BIN/fairseq-tree-train-stanza" "$@"

@@ -32,7 +32,7 @@ BIN=$(cd "${1:?DATA_BIN}" && pwd)
 WORK=${2:?WORK_DIR}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PY=${PYTHON:-$REPO/.venv/bin/python}; [ -x "$PY" ] || PY=python3
+PY=${PYTHON:-python}  # the active environment
 # the CLIs (fairseq-train, fairseq-generate, fairseq-tree-average) of the same environment as $PY, venv or not
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}

@@ -42,7 +42,7 @@ def venv(tmp_path_factory):
     # built from a copy of the project's files (pip builds in the source tree: the checkout stays as it is)
     src = root / "src"
     shutil.copytree(REPO / "fairseq_tree", src / "fairseq_tree", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "fairseq_tree_user_dir.py"):
         shutil.copy(REPO / name, src / name)
     # the wheel is built by this environment's setuptools (>= 77, pyproject.toml's build-system: the new venv's
     # bundled one is older), then installed into the new venv

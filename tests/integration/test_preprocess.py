@@ -256,6 +256,28 @@ def test_too_long_for_max_positions(tmp_path):
     assert [tgt_dict.string(torch.tensor(x)) for x in load(tmp_path / "s" / "train.en-xx.xx")] == ["es regnete ."]
 
 
+def test_too_long_names_both_fixes_and_its_trees_line_is_empty(tmp_path):
+    """Issue 50 item 8: the refusal names --max-positions and --on-error skip; with skip, a skipped line's entry in
+    train.en.trees is empty, as for every skipped line (docs/preprocessing.md), the kept lines' trees as given."""
+    good = _corpus(tmp_path, GOOD, TGT, name="good")
+    # leaves + nodes: 6, 4, 5; target + EOS: 5, 4, 4
+    proc = run_cli(*given_args_simple(good, tmp_path / "f"), "--max-positions", "5", ok=False)
+    assert proc.returncode == 1
+    assert ("good.en:1: source has 6 leaves + nodes > --max-positions 5: raise --max-positions, or give --on-error "
+            "skip to leave such lines out (each one listed in preprocess.json) [too_long]") in proc.stderr
+    proc = run_cli(*given_args_simple(_corpus(tmp_path, [GOOD[1]], TGT[:1], name="t"), tmp_path / "t"),
+                   "--max-positions", "4", ok=False)  # the target's message too
+    assert "t.xx:1: target has 5 tokens (with EOS) > --max-positions 4: raise --max-positions" in proc.stderr
+    pref = _corpus(tmp_path, GOOD + [b"(S (NP broken"], TGT + [b"kaputt"])
+    run_cli(*given_args_simple(pref, tmp_path / "s"), "--max-positions", "5", "--on-error", "skip",
+            "--shard-size", "2")
+    report = json.loads((tmp_path / "s" / "preprocess.json").read_text())["splits"]["train"]
+    assert report["skipped_by_reason"] == {"too_long": 1, "malformed_tree": 1}
+    assert [e["message"] for e in report["skipped_lines"]][0] == "source has 6 leaves + nodes > --max-positions 5"
+    trees = (tmp_path / "s" / "train.en.trees").read_text().split("\n")
+    assert trees == ["", GOOD[1].decode(), GOOD[2].decode(), "", ""]  # 4 lines (the last skipped in stage 1)
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_parser_that_cannot_load_is_an_error_not_a_hang(tmp_path, workers):
     """A pool initializer that raises makes multiprocessing start workers forever: the error must reach the

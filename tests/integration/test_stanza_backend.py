@@ -118,7 +118,7 @@ def test_resolve_models(tiny_stanza_models, tmp_path, monkeypatch):
         {str(d / "pos.pt"), str(d / "constituency.pt"), str(d / "pretrain.pt")}
     with pytest.raises(FileNotFoundError) as e:
         resolve_stanza_models(model_dir=str(tmp_path))
-    assert str(tmp_path / "pos.pt") in str(e.value) and "train_stanza_parser.sh" in str(e.value)
+    assert str(tmp_path / "pos.pt") in str(e.value) and "fairseq-tree-train-stanza TREEBANK_DIR OUTDIR" in str(e.value)
     with pytest.raises(FileNotFoundError, match="constituency_model"):
         resolve_stanza_models(pos_model=str(d / "pos.pt"), pretrain=str(d / "pretrain.pt"))
     # nothing given: stanza's resources dir, and no download unless asked

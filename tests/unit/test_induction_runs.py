@@ -37,3 +37,14 @@ def test_table_means_and_sd_over_seeds(tmp_path):
             "22.0 ± 2.8 | 26.0 ± 1.4 | 32.0 ± 2.8 |") in out
     assert "| | right-branching | | | 38.3 | 38.3 | | | |" in out
     assert "| | right chain | | | | | 30.1 | 30.1 | 46.7 |" in out
+
+
+def test_report_induction_cli(tmp_path, capsys):
+    from fairseq_tree.cli.report import main
+
+    _run(tmp_path, "ptb", "constituent_transformer_small_s1", [(1000, 35.0)], {"induce_wsj22": (39.5, 0.0)})
+    assert main(["induction", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| ptb | `constituent_transformer_small` | 1 | 1000/1007 | 39.5 | - |" in out
+    assert main(["induction", str(tmp_path / "nowhere")]) == 2
+    assert "no such directory" in capsys.readouterr().err

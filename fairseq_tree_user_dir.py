@@ -5,6 +5,10 @@ working directory:
 
 (fairseq resolves a relative ``--user-dir fairseq_tree`` against the working directory, so that spelling works only
 from a checkout's root.) Prints nothing else; imports neither fairseq nor torch.
+
+This module sits beside the ``fairseq_tree`` package, not inside it: importing anything inside the package runs
+the package's ``__init__``, which registers the plugin with fairseq (and so imports fairseq and torch, seconds) as
+it must when fairseq's ``import_user_module`` imports the directory printed here.
 """
 
 import argparse
@@ -14,7 +18,7 @@ import sys
 
 
 def plugin_dir() -> str:
-    """-> the absolute directory of the importable ``fairseq_tree`` package (without importing it)."""
+    """-> the absolute directory of the importable ``fairseq_tree`` package (found, not imported)."""
     spec = importlib.util.find_spec("fairseq_tree")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("fairseq_tree is not installed in this Python")
@@ -22,7 +26,9 @@ def plugin_dir() -> str:
 
 
 def main(argv=None) -> int:
-    argparse.ArgumentParser(prog="fairseq-tree-user-dir", description=__doc__.split("\n\n")[0]).parse_args(argv)
+    # (the docstring's ``literals`` as plain text: fairseq_tree.utils.help_text would import the package)
+    description = __doc__.split("\n\n")[0].replace("``", "")
+    argparse.ArgumentParser(prog="fairseq-tree-user-dir", description=description).parse_args(argv)
     print(plugin_dir())
     return 0
 
