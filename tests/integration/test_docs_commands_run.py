@@ -57,12 +57,20 @@ SKIP = [
                               "test_tree2seq_recipe.py, test_multi30k_anchor_recipe.py)"),
     ("*", "python scripts/benchmarks/", "benchmarks (minutes; some need CUDA or recipe outputs): their flags are "
                                         "checked by test_docs_commands.py"),
+    ("RESULTS.md", "python scripts/diagnostics/", "reads a checkpoint of a recipe's training run (minutes)"),
     ("*", "fairseq-tree-report tree2seq work/", "reads the output folder of train_tree2seq_multi30k.sh (a recipe)"),
     ("*", "fairseq-tree-report sst work/sst", "reads the output folder of train_sst.sh (a recipe)"),
     ("*", "fairseq-tree-report anchor work/anchor", "reads the output folder of multi30k_anchor.sh (a recipe; its "
                                                    "test runs this table)"),
     ("induction.md", "fairseq-tree-report curves work/induction/", "reads the log of train_induction_ptb.sh "
                                                                   "(a recipe)"),
+    ("induction.md", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
+                                                           "its test runs this table)"),
+    ("README.md", "fairseq-tree-train-stanza", "trains a stanza parser at --size small (~12 minutes); the session's "
+                                               "tiny model is trained by the same command with --size tiny "
+                                               "(tests/conftest.py)"),
+    ("tree2seq.md", "fairseq-hydra-train", "trains on the demo's data-bin: test_hydra_train.py runs this command "
+                                           "for 3 updates"),
     ("preprocessing.md", "--launcher slurm", "submits to SLURM"),
     ("install.md", "apt-get", "installs a system package (root, network)"),
     ("install.md", "export", "sets the shell's environment (jemalloc for what it starts; no command of ours)"),
