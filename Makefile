@@ -13,7 +13,7 @@ export MKL_NUM_THREADS := 1
 # handed out in collection order (the slowest files first: tests/conftest.py); TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 
-.PHONY: venv test test-fast lint demo bench clean browser
+.PHONY: venv test test-fast lint demo bench clean browser mutation
 
 venv: $(STAMP)
 
@@ -49,6 +49,13 @@ lint: $(STAMP)
 
 demo: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/recipes/demo.sh $(SHARED) $(WORK)
+
+# one-line bugs applied one at a time to a copy of the checkout, each module's covering test files run against each
+# (scripts/mutation/modules.toml; docs/development.md, "Mutation testing"); e.g.
+# make mutation MUTATION_ARGS="--modules fairseq_tree/utils/devices.py --max-mutants 20"
+MUTATION_ARGS ?= --max-mutants 5
+mutation: $(STAMP)
+	$(BIN)/python scripts/mutation/run.py $(MUTATION_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python scripts/benchmarks/bench_preprocess.py --quick

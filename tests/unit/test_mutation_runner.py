@@ -1,0 +1,71 @@
+"""scripts/mutation/ (``make mutation``): the one-line mutants it makes of a hand-written module, what it leaves
+alone, and its seeded selection."""
+
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts" / "mutation"))
+
+from mutants import mutants  # noqa: E402
+
+SOURCE = '''"""A module docstring: never mutated."""
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+__all__ = ["read"]
+
+
+def read(path: str, limit: int = 512) -> list:
+    """A docstring."""
+    real = os.path.realpath(path)
+    with open(real, "rb") as f:
+        lines = [line.rstrip(b"\\r\\n") for line in f]
+    if len(lines) < limit and not lines:
+        logger.info("empty %s", path)
+        raise ValueError(f"{path}: empty")
+    os.makedirs(real + ".d", exist_ok=True)
+    keep = True  # pragma: no mutate
+    return lines[:min(limit, len(lines))] if keep else []
+'''
+
+
+def test_the_slips_of_one_line():
+    keys = {m.key for m in mutants("m.py", SOURCE)}
+    for before, after in [
+        ('lines = [line.rstrip(b"\\r\\n") for line in f]', 'lines = [line.rstrip(b"\\n") for line in f]'),
+        ("real = os.path.realpath(path)", "real = os.path.abspath(path)"),
+        ("if len(lines) < limit and not lines:", "if len(lines) <= limit and not lines:"),
+        ("if len(lines) < limit and not lines:", "if len(lines) < limit or not lines:"),
+        ("if len(lines) < limit and not lines:", "if len(lines) < limit and lines:"),
+        ('raise ValueError(f"{path}: empty")', "pass"),
+        ('os.makedirs(real + ".d", exist_ok=True)', 'os.makedirs(real + ".d")'),
+        ('os.makedirs(real + ".d", exist_ok=True)', 'os.makedirs(real - ".d", exist_ok=True)'),
+        ("return lines[:min(limit, len(lines))] if keep else []",
+         "return lines[:max(limit, len(lines))] if keep else []"),
+        ("def read(path: str, limit: int = 512) -> list:", "def read(path: str, limit: int = 511) -> list:"),
+        ("return lines[:min(limit, len(lines))] if keep else []", "pass"),
+    ]:
+        assert f"{before}  ->  {after}" in keys
+    assert all(compile(m.text, "m.py", "exec") for m in mutants("m.py", SOURCE))
+
+
+def test_nothing_outside_the_code_is_mutated():
+    for m in mutants("m.py", SOURCE):
+        assert m.line not in (1, 6, 10, 15, 18), m.key  # docstrings, __all__, a log call, a marked line
+        assert "str" in m.after and "-> list" in m.after if "def read" in m.before else True  # annotations kept
+        assert '"b"' not in m.after, m.key  # a literal with letters (a mode, a name, a message) is kept
+        assert "min(len(lines), limit)" not in m.after, m.key  # min's arguments commute: no swap
+
+
+def test_the_selection_is_seeded_and_grows_with_max_mutants():
+    import run
+
+    module = {"path": "fairseq_tree/utils/devices.py", "tests": [], "pinned": [
+        "if index >= torch.cuda.device_count():  ->  if index > torch.cuda.device_count():"]}
+    five = [m.key for m in run.select(module, 5, seed=0)]
+    assert five == [m.key for m in run.select(module, 5, seed=0)] and len(five) == 6
+    assert module["pinned"][0] in five
+    assert set(m.key for m in run.select(module, 3, seed=0)) <= set(five)
+    assert [m.key for m in run.select(module, 5, seed=1)] != five
