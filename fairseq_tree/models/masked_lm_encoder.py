@@ -1,9 +1,10 @@
 """The masked-LM skeleton shared by ``constituent_transformer``, ``structformer`` and ``mlm_transformer``.
 
 Token layout of the ``tree_induction`` task: ``<s> w_1 .. w_n </s> <pad>..`` [B, T]. The encoder embeds tokens
-(normal(0, d^-1/2) init, pad row 0, scaled by sqrt(d)) and positions, runs a stack of layers, an optional final
-LayerNorm and the LM head tied to the token embeddings (fairseq's ``RobertaLMHead``). What differs between the
-three models is a hook each (as fairseq's ``TransformerEncoderBase.build_encoder_layer``):
+(normal(0, d^-1/2) init, pad row 0, scaled by sqrt(d) unless ``--no-scale-embedding``) and positions, runs a stack
+of layers, an optional final LayerNorm and the LM head tied to the token embeddings (fairseq's ``RobertaLMHead``;
+``--lm-head linear``: dropout and the tied projection alone, as the authors' StructFormer code). What differs
+between the three models is a hook each (as fairseq's ``TransformerEncoderBase.build_encoder_layer``):
 
 * :meth:`MaskedLMEncoder.build_structure` -- modules built before the layers (StructFormer's parser network);
 * :meth:`MaskedLMEncoder.build_layer` -- layer ``i`` of the stack; :meth:`MaskedLMEncoder.init_layers` re-initialises
@@ -19,7 +20,9 @@ final norm, LM head), so a seed gives the same initial weights and old checkpoin
 from __future__ import annotations
 
 import math
+from typing import Optional
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq import utils
@@ -43,14 +46,18 @@ class MaskedLMEncoder(FairseqEncoder):
         self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
         nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
         nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
-        self.embed_scale = math.sqrt(d)
+        # the authors' StructFormer code feeds the embeddings unscaled (``--no-scale-embedding``)
+        self.embed_scale = 1.0 if getattr(args, "no_scale_embedding", False) else math.sqrt(d)
         self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
                                                    learned=args.encoder_learned_pos)
         self.build_structure(args)
         self.layers = nn.ModuleList([self.build_layer(args, i) for i in range(args.encoder_layers)])
         self.init_layers()
         self.final_norm = self.build_final_norm(args, d)
-        self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
+        if (getattr(args, "lm_head", None) or "roberta") == "linear":
+            self.lm_head = TiedLinearLMHead(self.embed_tokens.weight, args.dropout)
+        else:
+            self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
 
     # ------------------------------------------------------------------------------------------- hooks
     def upgrade_state_dict_named(self, state_dict, name):
@@ -91,6 +98,26 @@ class MaskedLMEncoder(FairseqEncoder):
         return x, extra
 
 
+class TiedLinearLMHead(nn.Module):
+    """``--lm-head linear``, the authors' StructFormer code's output layer: dropout, then the tied embedding matrix
+    and a bias (0 at init). x [B, T, d] (after the final LayerNorm) -> logits [B, T, V], or [M, V] for the M
+    ``masked_tokens``."""
+
+    def __init__(self, weight: Tensor, dropout: float):
+        super().__init__()
+        self.weight = weight
+        self.bias = nn.Parameter(torch.zeros(weight.size(0)))
+        self.dropout = dropout
+
+    def forward(self, x: Tensor, masked_tokens: Optional[Tensor] = None) -> Tensor:
+        if masked_tokens is not None:
+            x = x[masked_tokens, :]
+        return F.linear(F.dropout(x, self.dropout, self.training), self.weight) + self.bias
+
+
+LM_HEADS = ("roberta", "linear")
+
+
 def add_masked_lm_args(parser, **helps) -> None:
     """The flags every masked-LM encoder reads; ``helps`` gives a model's own help text for a flag (keyed by its
     dest, e.g. ``attention_dropout="..."``)."""
@@ -107,6 +134,11 @@ def add_masked_lm_args(parser, **helps) -> None:
     a("--activation-fn", choices=utils.get_available_activation_fns())
     a("--max-positions", type=int, metavar="N", help=h["max_positions"])
     a("--encoder-learned-pos", action="store_true", help=h["encoder_learned_pos"])
+    a("--no-scale-embedding", action="store_true",
+      help="token embeddings not scaled by sqrt(d) (the authors' StructFormer code)")
+    a("--lm-head", choices=LM_HEADS,
+      help="masked-LM output: 'roberta' (dense, activation, LayerNorm, tied projection; default) or 'linear' "
+           "(dropout and the tied projection, the authors' StructFormer code)")
 
 
 class MaskedLMModel(FairseqEncoderModel):

@@ -31,6 +31,9 @@ relations                       parent, dependent           + sibling (``--sf-re
 FFN activation                  ReLU (Vaswani et al.)       LeakyReLU (``--sf-leaky-relu``)
 attention dropout               0.1 (dropout 0.1)           0 (``--attention-dropout 0``)
 positions                       sinusoidal (not stated)     learned, 500 (``--encoder-learned-pos``)
+embeddings                      x sqrt(d) (not stated)      unscaled (``--no-scale-embedding``), also
+                                                            into the parser
+masked-LM output                RoBERTa head (not stated)   dropout + tied linear (``--lm-head linear``)
 ==============================  ==========================  ============================================
 
 Parsing (``induce``): ``--sf-parse-method distance`` (default, the paper's evaluation): Algorithm 1 on τ for the
@@ -237,9 +240,9 @@ def structformer_base(args):
                         ("encoder_ffn_embed_dim", 2048), ("dropout", 0.1), ("attention_dropout", 0.1),
                         ("activation_dropout", 0.0), ("activation_fn", "relu"), ("max_positions", 512),
                         ("sf_conv_layers", 3), ("sf_conv_size", 9), ("sf_relations", "parent,dependent"),
-                        ("sf_parse_method", "distance")):
+                        ("sf_parse_method", "distance"), ("lm_head", "roberta")):
         set_default(args, name, value)
-    for flag in ("encoder_learned_pos", "sf_parser_layernorm", "sf_calibrate", "sf_leaky_relu"):
+    for flag in ("encoder_learned_pos", "sf_parser_layernorm", "sf_calibrate", "sf_leaky_relu", "no_scale_embedding"):
         set_default(args, flag, False)
 
 

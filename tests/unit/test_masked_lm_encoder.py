@@ -64,3 +64,33 @@ def test_lm_head_tied_and_embeddings_scaled(module, arch):
     assert torch.equal(enc.embed(tok), expected)
     logits, extra = model(tok)
     assert logits.shape == (1, 5, len(d)) and extra["word_mask"].tolist() == [[False, True, True, True, False]]
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_code_embedding_and_linear_head(module, arch):
+    """--no-scale-embedding feeds E[x] + positions (the parser too); --lm-head linear is the authors' StructFormer
+    output layer: logits = h E^T + b (b 0 at init), over the masked positions only when given them."""
+    d = _dictionary()
+    torch.manual_seed(0)
+    model = module.build_standalone(d, arch, encoder_layers=1, dropout=0.0, no_scale_embedding=True,
+                                    lm_head="linear").eval()
+    enc = model.encoder
+    tok = torch.tensor([[d.bos(), 4, 5, 6, d.eos()]])
+    assert torch.equal(enc.embed(tok), enc.embed_tokens(tok) + enc.embed_positions(tok))
+    assert sorted(k for k in model.state_dict() if "lm_head" in k) == ["encoder.lm_head.bias",
+                                                                       "encoder.lm_head.weight"]
+    with torch.no_grad():
+        enc.lm_head.bias.copy_(torch.arange(len(d), dtype=torch.float))
+        h, _ = enc.extract_features(tok)
+        logits, _ = model(tok)
+        masked = tok.eq(5)
+        sel, _ = model(tok, masked_tokens=masked)
+    E = enc.embed_tokens.weight
+    ref = torch.einsum("btd,vd->btv", h, E) + torch.arange(len(d), dtype=torch.float)
+    assert torch.allclose(logits, ref, atol=1e-5)
+    assert sel.shape == (1, len(d)) and torch.allclose(sel[0], ref[0, 2], atol=1e-5)
+    if module is sf:  # the parser reads the unscaled embeddings: scaling them by sqrt(d) changes the heights
+        _, height, *_ = enc.parse(tok)
+        enc.embed_scale = math.sqrt(model.args.encoder_embed_dim)
+        _, height_scaled, *_ = enc.parse(tok)
+        assert not torch.allclose(height, height_scaled)
