@@ -7,6 +7,9 @@
 #        SEEDS="1 2 3"  CORPUS=wsj  PATIENCE=10 (validations without a better wsj22 UF1)  VALIDATE=1000 (updates)
 #        MAX_UPDATE=200000  DEVICE=cpu|cuda  THREADS=1  POLL=30  EXTRA="..." (more fairseq-train flags; recorded)
 #        STOP_AFTER=UPDATES (this call trains a run to at most that many updates: a resumable slice, e.g. a GPU lease)
+#        VARIANTS="paper" | "paper code" | "code": code = StructFormer as the authors' code trains it (its model flags,
+#        unscaled embeddings, linear LM head, Adam (0.9, 0.999) eps 1e-9, L2 1.2e-6, clip 0.25, fixed lr, no
+#        warmup; reference_code_notes.md 4); its runs are ARCH_code_sSEED. Other archs have the paper variant only.
 #
 # CORPUS (training text; words only, lower-cased, digits -> N, punctuation dropped; 10k vocabulary from it):
 #   ptb       ptb_sample/train (3,396 sentences, WSJ 00-01)
@@ -33,6 +36,7 @@ MAX_UPDATE=${MAX_UPDATE:-200000}
 DEVICE=${DEVICE:-cpu}
 POLL=${POLL:-30}
 EXTRA=${EXTRA:-}
+VARIANTS=${VARIANTS:-paper}
 export OMP_NUM_THREADS=${THREADS:-1} MKL_NUM_THREADS=${THREADS:-1}
 PY=${PYTHON:-python}
 export PATH=$(dirname "$(command -v "$PY")"):$PATH  # the active environment's console scripts
@@ -61,11 +65,21 @@ text() {  # corpus -> its training text, written once (atomic: fairseq-tree-indu
 }
 
 # 2. train: the settings of train_induction_ptb.sh's CPU rows (RESULTS.md), wsj22 UF1 selects and stops
-flags() {  # arch seed -> the flags that make the run what it is (its flags.txt; the device is not one of them)
-  echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1 --criterion masked_lm --optimizer adam" \
-    "--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0" \
-    "--weight-decay 0.01 --max-tokens 1024 --seed $2 --eval-treebank $D/wsj22/wsj22.mrg" \
+CODE_MODEL="--sf-calibrate --sf-parser-layernorm --sf-leaky-relu --encoder-learned-pos --attention-dropout 0"
+CODE_MODEL+=" --no-scale-embedding --lm-head linear"
+CODE_OPT="--adam-betas (0.9,0.999) --adam-eps 1e-9 --lr 1e-3 --lr-scheduler fixed --warmup-updates 0 --clip-norm 0.25"
+CODE_OPT+=" --weight-decay 1.2e-6"
+PAPER_OPT="--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0"
+PAPER_OPT+=" --weight-decay 0.01"
+flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)
+  local model="" opt=$PAPER_OPT
+  [ "$3" = code ] && model=" $CODE_MODEL" opt=$CODE_OPT
+  echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer adam" \
+    "$opt --max-tokens 1024 --seed $2 --eval-treebank $D/wsj22/wsj22.mrg" \
     "--eval-deps $D/wsj22/wsj22.sd.conll --best-checkpoint-metric uf1 --maximize-best-checkpoint-metric $EXTRA"
+}
+run_dir() {  # arch seed variant
+  if [ "$3" = code ]; then echo "$WORK/$CORPUS/$1_code_s$2"; else echo "$WORK/$CORPUS/$1_s$2"; fi
 }
 stop_of() {  # run dir -> "EPOCH UPDATES" where one uninterrupted --patience run stops; nothing before that
   [ ! -f "$1/train.log" ] || fairseq-tree-report patience "$1/train.log" --patience "$PATIENCE" --maximize
@@ -74,11 +88,12 @@ updates_of() { grep -o "num_updates [0-9]*" "$1/train.log" 2>/dev/null | tail -1
 TRAIN_PID=
 trap '[ -z "$TRAIN_PID" ] || kill "$TRAIN_PID" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
-train() {  # arch seed
-  local dir=$WORK/$CORPUS/$1_s$2 f
+train() {  # arch seed variant
+  local dir f
+  dir=$(run_dir "$1" "$2" "$3")
   [ -f "$dir/.done" ] && return 0
   mkdir -p "$dir"
-  f=$(flags "$1" "$2")
+  f=$(flags "$1" "$2" "$3")
   same() { sed "s#[^ ]*/data-bin #DATA #"; }  # a work directory moved (a GPU's copy) is the same run
   if [ -f "$dir/flags.txt" ] && [ "$(same < "$dir/flags.txt")" != "$(echo "$f" | same)" ]; then
     printf '%s\n' "$dir: trained with other flags; use another WORK" "  was: $(cat "$dir/flags.txt")" "  now: $f" >&2
@@ -111,8 +126,9 @@ train() {  # arch seed
 }
 
 # 3. induce and score the selected checkpoint on wsj22 and ptb_sample/valid, the baselines beside it
-evaluate() {  # arch seed
-  local dir=$WORK/$CORPUS/$1_s$2 set tb deps m
+evaluate() {  # arch seed variant
+  local dir set tb deps m
+  dir=$(run_dir "$1" "$2" "$3")
   [ -f "$dir/.done" ] || return 0
   for set in wsj22 ptbvalid; do
     if [ $set = wsj22 ]; then tb=$D/wsj22/wsj22.mrg; deps=$D/wsj22/wsj22.sd.conll
@@ -130,9 +146,16 @@ evaluate() {  # arch seed
 
 text "$CORPUS"
 for arch in $RUNS; do
-  for seed in $SEEDS; do
-    train "$arch" "$seed"
-    evaluate "$arch" "$seed"
+  for variant in $VARIANTS; do
+    case $variant/$arch in
+      paper/*|code/structformer*) ;;
+      code/*) echo "== $arch: no code variant (StructFormer's only); skipped" >&2; continue ;;
+      *) echo "unknown variant $variant (paper, code)" >&2; exit 2 ;;
+    esac
+    for seed in $SEEDS; do
+      train "$arch" "$seed" "$variant"
+      evaluate "$arch" "$seed" "$variant"
+    done
   done
 done
 fairseq-tree-report induction "$WORK" > "$WORK/results.md"
