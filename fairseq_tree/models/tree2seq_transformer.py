@@ -41,6 +41,7 @@ from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
 from fairseq_tree.modules.tree_compile import DEFAULT_MULTIPLE, SCOPES, LayerCompiler, compiler_for, tracing
+from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
 
@@ -68,6 +69,10 @@ class Tree2SeqConfig(TransformerConfig):
                 "(authors' code); default: the paper's |path| incl. the leaf"})
     tree_leaf_weights: ChoiceEnum(["vector", "per-head"]) = field(default="vector", metadata={
         "help": "w = L u_s with one vector u_s (paper) or a per-head Linear with bias (code)"})
+    tree_kernels: ChoiceEnum(list(KERNELS)) = field(default="eager", metadata={
+        "help": "the tree work of each layer's values (hierarchical accumulation, pair embeddings, leaf weights): "
+                "eager operators (default), fused Triton kernels (CUDA; needs triton), or auto (fused on CUDA where "
+                "triton is installed, else eager); the default stays eager until GPU rows show fused faster"})
     tree_compile: bool = field(default=False, metadata={
         "help": "train steps through torch.compile'd encoder and decoder layers, the leaves, nodes, target length "
                 "and pairs padded to buckets (--tree-compile-multiple); validation and decoding stay eager"})
@@ -96,6 +101,7 @@ def _tree_attention_kwargs(cfg: Tree2SeqConfig) -> dict:
         vertical_index=str(cfg.tree_vertical_index),
         count_leaf_in_mean=not cfg.tree_mean_without_leaf,
         leaf_weights=str(cfg.tree_leaf_weights).replace("-", "_"),
+        kernels=str(cfg.tree_kernels),
     )
 
 

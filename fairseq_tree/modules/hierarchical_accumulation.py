@@ -131,10 +131,15 @@ class HierarchicalAccumulation(nn.Module):
             [B, Hw, N] (or [B, Hw, N + M]) in the compute dtype (fp32 for half inputs); Hw = 1 ("vector") or H
             ("per_head").
         """
+        return self.time_first_weights(leaves).permute(1, 2, 0)
+
+    def time_first_weights(self, leaves: Tensor) -> Tensor:
+        """:meth:`compute_weights` as [N, B, Hw] (or [N + M, B, Hw]), the projection's own layout (the fused
+        kernels read it so)."""
         cd = compute_dtype(leaves.dtype)
         bias = None if self.weight_proj.bias is None else self.weight_proj.bias.to(cd)
         with autocast_off(leaves):  # autocast would run the linear in half
-            return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias).permute(1, 2, 0)
+            return F.linear(leaves.to(cd), self.weight_proj.weight.to(cd), bias)
 
     def forward(self, leaf_values: Tensor, node_values: Tensor, weights: Tensor,
                 tree: TreeStructure) -> Tensor:
@@ -200,15 +205,19 @@ class HierarchicalAccumulation(nn.Module):
                 out = out + self._embedding_term(w, tree, cd)
         return out.to(dtype)
 
+    def check_tree(self, tree: TreeStructure) -> None:
+        """The tree's index clamps must reach this module's table sizes (its indices would stop short otherwise)."""
+        if tree.max_horizontal < self.max_horizontal or tree.max_vertical < self.max_vertical:
+            raise ValueError("the TreeStructure clamps indices below this module's table sizes; build "
+                             "it with max_horizontal/max_vertical >= the module's")
+
     def _embedding_term(self, w: Tensor, tree: TreeStructure, cd: torch.dtype) -> Tensor:
         """sum_{t, j} alpha_ij D_it A_tj [e_v(v_tj); e_h(h_tj)] -> [B, Hw, M, dh]; w [B, Hw, N] (padding 0).
 
         Over the pairs p = (t_p, j_p): beta[i, p] = alpha_{i j_p} D_{i t_p} = pair_weights[i, p] * w_{j_p}, so the
         sum is pair_weights @ (w_{j_p} [e_v; e_h](p)): the batch's [M, Np] matrix times a per-layer [Np, dh] one
         (no [M, Np] tensor per layer, nor its gradient)."""
-        if tree.max_horizontal < self.max_horizontal or tree.max_vertical < self.max_vertical:
-            raise ValueError("the TreeStructure clamps indices below this module's table sizes; build "
-                             "it with max_horizontal/max_vertical >= the module's")
+        self.check_tree(tree)
         B, Hw, _ = w.shape
         Np = tree.pair_leaf.size(1)
         w_pairs = w.gather(-1, tree.pair_leaf[:, None, :].expand(B, Hw, Np))  # [B, Hw, Np]

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_tree.modules.hierarchical_accumulation import HierarchicalAccumulation, compute_dtype
+from fairseq_tree.modules.tree_kernels import KERNELS, fused_values, use_fused
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
@@ -42,6 +43,8 @@ class TreeMultiheadAttention(nn.Module):
         subtree_mask: encoder only; False = every real query sees every real key (ablation "-SubMask").
         hier_embed, max_horizontal, max_vertical, vertical_index, count_leaf_in_mean, leaf_weights:
             passed to :class:`HierarchicalAccumulation` (paper defaults).
+        kernels: ``--tree-kernels``: the values' tree work by the eager operators ("eager"), the fused kernels
+            ("fused"), or fused on CUDA where triton is installed ("auto"); see :mod:`tree_kernels`.
     """
 
     def __init__(
@@ -61,8 +64,11 @@ class TreeMultiheadAttention(nn.Module):
         vertical_index: str = "path",
         count_leaf_in_mean: bool = True,
         leaf_weights: str = "vector",
+        kernels: str = "eager",
     ):
         super().__init__()
+        if kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
         if self_attention == encoder_decoder_attention:
             raise ValueError("set exactly one of self_attention / encoder_decoder_attention")
         if embed_dim % num_heads:
@@ -79,6 +85,7 @@ class TreeMultiheadAttention(nn.Module):
         self.self_attention = self_attention
         self.encoder_decoder_attention = encoder_decoder_attention
         self.subtree_mask = subtree_mask
+        self.kernels = kernels
 
         self.k_proj = nn.Linear(self.kdim, embed_dim, bias=bias)
         self.v_proj = nn.Linear(self.vdim, embed_dim, bias=bias)
@@ -111,9 +118,18 @@ class TreeMultiheadAttention(nn.Module):
         """``[L W_V; N']`` [B, H, N + M, dh] (eqs. 15, 23): the leaf values and the accumulated node values, from
         time-first ``[leaves; nodes]`` x [N + M, B, vdim]. One projection of x, and the leaf weights w computed
         over all of x (the accumulation reads the leaves' part): slicing x would cost a copy of its gradient."""
+        acc = self.accumulation
+        if use_fused(self.kernels, x):  # the leaf values and N' from one autograd node of four kernel launches
+            tables = None
+            if acc.hier_embed:
+                acc.check_tree(tree)
+                tables = (acc.vertical_embed.weight, acc.horizontal_embed.weight)
+            vertical = "vertical_path" if acc.vertical_index == "path" else "vertical_depth"
+            return self._heads(fused_values(self.v_proj(x), acc.time_first_weights(x), tree, acc.count_leaf_in_mean,
+                                            tables, vertical))
         values = self._heads(self.v_proj(x))  # [B, H, N + M, dh]
-        w = self.accumulation.compute_weights(x)
-        return torch.cat([values[:, :, :tree.num_leaves], self.accumulation.accumulate(values, w, tree)], 2)
+        w = acc.compute_weights(x)
+        return torch.cat([values[:, :, :tree.num_leaves], acc.accumulate(values, w, tree)], 2)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor, need_weights: bool
                 ) -> Tuple[Tensor, Optional[Tensor]]:

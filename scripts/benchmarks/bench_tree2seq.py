@@ -40,6 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch
 
 from fairseq_tree.modules.tree_compile import SCOPES
+from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,10 +58,10 @@ def make_data_dir(path: Path, vocab: int, labels: int) -> None:
 
 
 def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False,
-          scope: str = "stack"):
-    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope`` if asked), or
-    fairseq's transformer of its sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's
-    layers and heads."""
+          scope: str = "stack", kernels: str = "eager"):
+    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope`` if asked, and
+    ``--tree-kernels kernels``), or fairseq's transformer of its sizes; ``width`` overrides the embedding width
+    (FFN 2 x width), keeping the arch's layers and heads."""
     from fairseq import options, tasks
 
     import fairseq_tree  # noqa: F401
@@ -72,6 +73,7 @@ def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = 
     tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
     if kind == "tree2seq":
         argv = tree_argv + (["--tree-compile", "--tree-compile-scope", scope] if tree_compile else [])
+        argv += ["--tree-kernels", kernels]
     else:  # fairseq's transformer with the tree2seq arch's sizes
         ref = options.parse_args_and_arch(options.get_training_parser(), tree_argv)
         sizes = []
@@ -174,7 +176,10 @@ def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int
 
 
 def autocast(device: str, amp: str):
-    """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model)."""
+    """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model); on the
+    CPU, ``cpu-bf16`` (the launch counts' stand-in for a GPU's autocast: its casts are launches too)."""
+    if amp == "cpu-bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
     return torch.autocast("cuda", dtype=dtype, enabled=dtype is not None and device == "cuda")
 
@@ -230,25 +235,40 @@ def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
     return peak_mb(step, device, warmup=step)
 
 
-def dispatched_ops(run: str, batch, device: str, amp: str, models) -> int:
-    """aten operators dispatched by one train step's forward and backward (no optimizer step): where the GPU
-    waits for the host (small models, as on the H100 at these sizes), step time follows this count rather than
-    the arithmetic; unlike time it does not jitter, and it is the same on any machine."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        n = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Count.n += 1
-            return func(*args, **(kwargs or {}))
+def count_launches(run: str, batch, device: str, amp: str, models):
+    """The kernel launches of one train step's forward and backward (no optimizer step), by layer: aten operators
+    plus fused-kernel launches (``fairseq_tree/utils/launch_count.py``). Where the GPU waits for the host (small
+    models, as on the H100 at these sizes), step time follows this count rather than the arithmetic; unlike time it
+    does not jitter, and it is the same on any machine. The step runs once before (lazy initialisation), and the
+    gradients are cleared as a train step's are (accumulating into existing ones would add operators)."""
+    from fairseq_tree.utils.launch_count import LaunchCounter
 
     _, model = models[KINDS[run]]
+    model = getattr(model, "model", model)
     model.train()
-    with Count():
-        step_loss(model, *run_inputs(run, batch), batch[3], device, amp).backward()
+    for counting in (False, True):
+        model.zero_grad(set_to_none=True)
+        with LaunchCounter(model if counting else None) as counter:
+            step_loss(model, *run_inputs(run, batch), batch[3], device, amp).backward()
     model.zero_grad(set_to_none=True)
-    return Count.n
+    return counter
+
+
+def launch_table(counters: dict, n: int) -> None:
+    """Print the launches per layer and per step of tree2seq against the positions-matched transformer."""
+    from fairseq_tree.utils.launch_count import per_layer
+
+    rows = {run: per_layer(c) for run, c in counters.items()}
+    fused = counters["tree2seq"].total_fused()
+    print(f"kernel launches per train step (aten operators + fused-kernel launches, forward + backward), n = {n}; "
+          f"tree2seq's fused launches: {fused}")
+    print(f"{'scope':<18} | {'tree2seq fwd':>12} {'bwd':>5} {'total':>6} | {'pos.-matched fwd':>16} {'bwd':>5} "
+          f"{'total':>6} | {'ratio':>5}")
+    for scope in list(dict.fromkeys(list(rows["tree2seq"]) + list(rows["pm"]))):
+        a, b = rows["tree2seq"].get(scope), rows["pm"].get(scope)
+        cell = lambda r: f"{r['forward']:>5} {r['backward']:>5} {r['total']:>6}" if r else f"{'-':>5} {'-':>5} {'-':>6}"  # noqa: E731
+        ratio = f"{a['total'] / b['total']:5.2f}" if a and b and b["total"] else f"{'-':>5}"
+        print(f"{scope:<18} | {'':>6} {cell(a)} | {'':>10} {cell(b)} | {ratio}")
 
 
 def batch_from_spec(spec: list, device: str):
@@ -324,12 +344,14 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
               f"{t['pm'] * 1e3:7.1f} {row['time_ratio']:5.2f} {row['time_ratio_pm']:5.2f} | "
               f"{mem['tree2seq']:13.1f} {mem['tf']:7.1f} {mem['pm']:7.1f} {row['memory_ratio']:5.2f} "
               f"{row['memory_ratio_pm']:5.2f}")
-    ops = {run: dispatched_ops(run, batch, device, amp, models) for run in KINDS}
+    counters = {run: count_launches(run, batch, device, amp, models) for run in KINDS}
+    ops = {run: c.total() for run, c in counters.items()}
     compiler = tree_compiler(models)
     if compiler is not None:
         print(f"--tree-compile: {compiler.graphs} graphs compiled so far, {compiler.seconds:.1f} s in inductor "
               "(forward graphs; backward compiled at the first backward, inside the first step)")
-    print(f"dispatched aten operators per train step (forward + backward), n = {n}: tree2seq {ops['tree2seq']:,}, "
+    launch_table({"tree2seq": counters["tree2seq"], "pm": counters["pm"]}, n)
+    print(f"launches per train step (forward + backward), n = {n}: tree2seq {ops['tree2seq']:,}, "
           f"same-size {ops['tf']:,}, positions-matched {ops['pm']:,}")
     rows[-1].update(ops_ratio=ops["tree2seq"] / ops["tf"], ops_ratio_pm=ops["tree2seq"] / ops["pm"])
     if no_decode:
@@ -343,6 +365,23 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
     print(f"beam-5 decoding, n = {dn}: tree2seq {dec['tree2seq']:.1f} sent/s, same-size {dec['tf']:.1f}, "
           f"positions-matched {dec['pm']:.1f}")
     return rows, dec
+
+
+def count_only(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
+    """``--count-launches``: the launch table of one train step at source length n, and a ``key=value`` line."""
+    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
+                             str(codes) if kind == "ptb" else None, str(args.ptb)], args.device)
+    counters = {run: count_launches(run, batch, args.device, args.amp, models) for run in ("tree2seq", "pm")}
+    print(f"arch {arch} on {args.device} ({args.amp}), {kind} trees, --tree-kernels {args.tree_kernels}")
+    launch_table(counters, n)
+    ops = {run: c.total() for run, c in counters.items()}
+    layers = [s for s in counters["tree2seq"].scopes() if "layer" in s]
+    print(" ".join(f"{k}={v}" for k, v in dict(
+        arch=arch, device=args.device, amp=args.amp, tree_kernels=args.tree_kernels, trees=kind, n=n,
+        launches=ops["tree2seq"], launches_pm=ops["pm"], fused=counters["tree2seq"].total_fused(),
+        launch_ratio_pm=round(ops["tree2seq"] / ops["pm"], 3),
+        layer_launch_ratio_pm=round(sum(counters["tree2seq"].total(s) for s in layers)
+                                    / max(1, sum(counters["pm"].total(s) for s in layers)), 3)).items()))
 
 
 def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, codes, ptb, kind) -> None:
@@ -387,7 +426,15 @@ def main():
     ap.add_argument("--trees", default="ptb,random", help="tree kinds, in order: ptb (real), random (m = n - 1)")
     ap.add_argument("--ptb", default=str(REPO.parent / "shared" / "data" / "ptb_sample" / "train.mrg"),
                     help="treebank for --trees ptb")
-    ap.add_argument("--amp", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on CUDA")
+    ap.add_argument("--amp", choices=["fp32", "fp16", "bf16", "cpu-bf16"], default="fp32",
+                    help="autocast on CUDA; cpu-bf16: the CPU's bf16 autocast (for --count-launches on the CPU)")
+    ap.add_argument("--tree-kernels", choices=KERNELS, default="eager",
+                    help="tree2seq's --tree-kernels: the tree work of each layer by eager operators or fused kernels")
+    ap.add_argument("--count-launches", action="store_true",
+                    help="only count the kernel launches of a train step at the longest length (aten operators plus "
+                         "fused-kernel launches; no timing, memory or decoding): per layer, per step, tree2seq against "
+                         "the positions-matched transformer. On the CPU, --tree-kernels fused runs its kernels in "
+                         "triton's interpreter (TRITON_INTERPRET=1): the launches they make on a GPU")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--compile", action="store_true",
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
@@ -419,12 +466,18 @@ def main():
     kinds = args.trees.split(",")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
+    if args.count_launches and args.device == "cpu" and args.tree_kernels != "eager":
+        os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are first imported, below
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
-        models = {k: build(k, data, arch, args.device, args.width, args.tree_compile, args.tree_compile_scope)
+        models = {k: build(k, data, arch, args.device, args.width, args.tree_compile, args.tree_compile_scope,
+                           args.tree_kernels)
                   for k in ("tree2seq", "transformer")}
+        if args.count_launches:
+            count_only(models, data, arch, lengths[-1], tokens, vocab, labels, args, codes, kinds[0])
+            return
         params = {k: sum(p.numel() for p in m.parameters()) for k, (_, m) in models.items()}
         if args.compile:
             models = {k: (task, Compiled(m)) for k, (task, m) in models.items()}

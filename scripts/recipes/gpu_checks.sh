@@ -5,16 +5,19 @@
 # CUDA tests over 170 s (the tiny models of every family are trained first), parse throughput 30 s.
 #
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
-#   env: BUDGET=560 (s, all phases)  PHASES="install bench tests compiled parse anchor"  BUNDLE=.gpu
+#   env: BUDGET=560 (s, all phases)  PHASES="install kernels bench tests compiled parse anchor"  BUNDLE=.gpu
 #        phase `runs` (not in the default list): issue 30's rows trained on the card, below; ANCHOR_RUNS=tree2seq_lal
 #        ANCHOR_SEEDS="2 3" WORKERS=2 PACK_SECS=40 (s kept for packing) RUNS_DEVICE=cuda (cpu: the test's)
 #        ROWS="fp16:8192 bf16:8192 fp16:4096 bf16:4096" (bench rows: autocast dtype : target tokens)
+#        KERNELS="eager fused" (tree2seq's --tree-kernels, each bench row once per value; fused needs the triton that
+#        CUDA torch wheels bring: env.txt says which; phase `kernels` first runs the fused kernels' parity tests
+#        compiled on the card, and their first compilation)
 set -u
 OUTDIR=${1:?OUTDIR}; mkdir -p "$OUTDIR"
 REPO=$(cd "$(dirname "$0")/../.." && pwd); cd "$REPO"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$REPO  # the plugin also where its editable install fails
-BUNDLE=${BUNDLE:-.gpu}; BUDGET=${BUDGET:-560}; PHASES=${PHASES:-install bench tests compiled parse anchor}
-ROWS=${ROWS:-fp16:8192 bf16:8192 fp16:4096 bf16:4096}
+BUNDLE=${BUNDLE:-.gpu}; BUDGET=${BUDGET:-560}; PHASES=${PHASES:-install kernels bench tests compiled parse anchor}
+ROWS=${ROWS:-fp16:8192 bf16:8192 fp16:4096 bf16:4096}; KERNELS=${KERNELS:-eager fused}
 T0=$(date +%s); PY=python3
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 lim() {  # lim SECS cmd...: run under min(SECS, time left - 5), say how it ended
@@ -27,6 +30,7 @@ has() { [[ " $PHASES " == *" $1 "* ]]; }
 quiet() { grep -v -e "^DEBUG:" -e "UserWarning: Support for mismatched" -e "key_padding_mask = _canonical_mask"; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   $PY -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  $PY -c "import triton; print('triton', triton.__version__)" 2>&1 | tail -1
   nproc; } > "$OUTDIR/env.txt" 2>&1
 if has install; then
   { $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$BUNDLE"/whl/*.whl
@@ -36,10 +40,15 @@ if has install; then
     $PY -c "import fairseq, fairseq_tree, fairseq.data.data_utils_fast; print('fairseq', fairseq.__version__)"
     echo "install: $(( $(date +%s) - T0 )) s"; } > "$OUTDIR/install.log" 2>&1
 fi
+if has kernels; then  # --tree-kernels fused compiled on the card: parity with eager (fp32 1e-5, fp16/bf16), launches
+  lim 120 $PY -m pytest -q -p no:cacheprovider -n 0 -rA tests/unit/test_tree_kernels.py 2>&1 | quiet \
+    > "$OUTDIR/kernels.log"
+fi
 B=(scripts/benchmarks/bench_tree2seq.py --device cuda --trees ptb --steps 15 --no-decode)
-if has bench; then
-  for row in $ROWS; do lim 60 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}"; done 2>&1 \
-    | quiet > "$OUTDIR/bench.log"
+if has bench; then  # eager and fused alternate row by row (each row its own tree2seq / tf / pm alternation)
+  for row in $ROWS; do for k in $KERNELS; do
+    lim 90 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-kernels "$k"
+  done; done 2>&1 | quiet > "$OUTDIR/bench.log"
 fi
 if has tests; then
   lim 300 $PY -m pytest -q -p no:cacheprovider -n 6 --dist load -rA tests/integration/test_cuda.py \
