@@ -10,6 +10,10 @@
 #        only; tree_warmup2k, tree_nosubmask_warmup2k = 2,000 warmup updates instead of the paper's 8,000)
 #        SEEDS="1 2 3" (tree and baselines), ABLATION_SEEDS="1", UPDATES=15000, WARMUP=8000, JOBS=2 (runs at once,
 #        one thread each), DEVICE=cpu|cuda, EXTRA="..." (more fairseq-train flags)
+#        SST=DIR (default SHARED/data/sst: train.txt, dev.txt; the published trees/ folder of
+#        trainDevTestTrees_PTB.zip), TEST=1 (also score DIR/test.txt: test.json beside dev.json, as
+#        scripts/recipes/papers/nguyen_classification.sh TASK=sst runs it for the paper's Table 2),
+#        DRY_RUN=1 (print each run's commands and budget, run and write nothing: scripts/recipes/papers/lib.sh)
 #
 # Resumable: a run whose WORK/TASK/RUN/sSEED/dev.json exists is skipped; an interrupted run resumes from its
 # checkpoint_last.pt. Each finished run is scored on the dev set by fairseq-tree-classify (checkpoint_best.pt,
@@ -31,8 +35,13 @@ EXTRA=${EXTRA:-}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-python}
-SST=$SHARED/data/sst
-mkdir -p "$WORK"
+SST=${SST:-$SHARED/data/sst}
+TEST=${TEST:-0}
+RECIPE="scripts/recipes/train_sst.sh (SST-5 / SST-2, Nguyen et al. 2020 Tables 2 and 3)"
+. "$REPO/scripts/recipes/papers/lib.sh"  # x, x_log, x_out, dry: DRY_RUN=1 prints the commands
+dry && sized_for "one CPU core per run (DEVICE=cpu) or one NVIDIA H100 80GB (DEVICE=cuda)" \
+  "15K updates of 2K tokens per run (tiny models): ~0.1 GPU-hours or ~1.5 CPU-hours a run"
+dry || mkdir -p "$WORK"
 
 # 1. data: SST-5 (every sentence, 5 classes) and SST-2 (neutral roots dropped, 0-1 / 3-4), word-level trees,
 #    node inputs one symbol (the sentiment labels are targets only)
@@ -40,7 +49,8 @@ for T in $TASKS; do
   [ -f "$WORK/data-bin/$T/preprocess.json" ] && continue
   BIN_FLAG=""
   [ "$T" = sst2 ] && BIN_FLAG="--binary"
-  fairseq-tree-preprocess --task classification --labels nodes $BIN_FLAG -s txt \
+  dry && printf '\n## step data-%s: SST trees binarized (disk ~10 MB, ~0 GPU-hours)\n' "$T"
+  x fairseq-tree-preprocess --task classification --labels nodes $BIN_FLAG -s txt \
     --trainpref "$SST/train" --validpref "$SST/dev" --destdir "$WORK/data-bin/$T" --workers 2
 done
 
@@ -49,8 +59,9 @@ done
 run() {
   local T=$1 R=$2 S=$3 ARCH FLAGS="" W=$WARMUP
   local D=$WORK/$T/$R/s$S
-  [ -f "$D/dev.json" ] && return 0
-  mkdir -p "$D"
+  [ -f "$D/dev.json" ] && { [ "$TEST" = 0 ] || [ -f "$D/test.json" ]; } && return 0
+  dry && printf '\n## step %s-%s-s%s: train and score (disk ~20 MB, ~0.1 GPU-hours)\n' "$T" "$R" "$S"
+  dry || mkdir -p "$D"
   case $R in
     tree) ARCH=tree_classifier_tiny ;;
     tree_nohier) ARCH=tree_classifier_tiny; FLAGS="--no-hierarchical-embeddings" ;;
@@ -65,15 +76,19 @@ run() {
   esac
   local DEV_FLAG=""
   [ "$DEVICE" = cpu ] && DEV_FLAG="--cpu"
-  fairseq-train "$WORK/data-bin/$T" --user-dir "$REPO/fairseq_tree" --task tree_classification --arch "$ARCH" $FLAGS \
-    --optimizer adam --adam-betas '(0.9,0.98)' --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates "$W" \
-    --warmup-init-lr 1e-7 --dropout 0.5 --max-tokens 2048 --max-update "$UPDATES" --seed "$S" $DEV_FLAG \
-    --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric --no-epoch-checkpoints \
-    --num-workers 0 --log-format simple --log-interval 100 --save-dir "$D" $EXTRA >> "$D/train.log" 2>&1 || return 1  # appends: a resumed run keeps its history
-  fairseq-tree-classify --path "$D/checkpoint_best.pt" --input "$SST/dev.txt" $([ "$T" = sst2 ] && echo --binary) \
-    --output "$D/dev.pred" --device "$DEVICE" > "$D/dev.out" 2> "$D/dev.log" || return 1
-  tail -n 1 "$D/dev.out" > "$D/dev.json.tmp" && mv "$D/dev.json.tmp" "$D/dev.json"
-  echo "== $T $R seed $S: $(cat "$D/dev.json")"
+  # appends: a resumed run keeps its history
+  x_log "$D/train.log" fairseq-train "$WORK/data-bin/$T" --user-dir "$REPO/fairseq_tree" --task tree_classification \
+    --arch "$ARCH" $FLAGS --optimizer adam --adam-betas '(0.9,0.98)' --lr 7e-4 --lr-scheduler inverse_sqrt \
+    --warmup-updates "$W" --warmup-init-lr 1e-7 --dropout 0.5 --max-tokens 2048 --max-update "$UPDATES" --seed "$S" \
+    $DEV_FLAG --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric --no-epoch-checkpoints \
+    --num-workers 0 --log-format simple --log-interval 100 --save-dir "$D" $EXTRA || return 1
+  local split splits=dev; [ "$TEST" = 1 ] && splits="dev test"
+  for split in $splits; do  # the checkpoint of the best dev accuracy; its last output line is the JSON of scores
+    x_out "$D/$split.out" fairseq-tree-classify --path "$D/checkpoint_best.pt" --input "$SST/$split.txt" \
+      $([ "$T" = sst2 ] && echo --binary) --output "$D/$split.pred" --device "$DEVICE" || return 1
+    dry || { tail -n 1 "$D/$split.out" > "$D/$split.json.tmp" && mv "$D/$split.json.tmp" "$D/$split.json"; }
+  done
+  dry || echo "== $T $R seed $S: $(cat "$D/dev.json")"
 }
 
 for T in $TASKS; do
@@ -81,6 +96,7 @@ for T in $TASKS; do
     case $R in tree_no*|tree_rootonly|tree_warmup*) SS=$ABLATION_SEEDS ;; *) SS=$SEEDS ;; esac
     for S in $SS; do
       [ "$T" = sst2 ] && case $R in tree_no*|tree_rootonly|tree_warmup*) continue ;; esac   # SST-5 only, as Table 3
+      if dry; then run "$T" "$R" "$S"; continue; fi
       while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
       { run "$T" "$R" "$S" || echo "== $T $R seed $S FAILED: see $WORK/$T/$R/s$S/train.log" >&2; } &
     done
@@ -89,5 +105,6 @@ done
 wait
 
 # 3. the table
-fairseq-tree-report sst "$WORK" > "$WORK/results.md"
-cat "$WORK/results.md"
+dry && printf '\n## step table: dev accuracy beside the paper (disk ~0 MB, ~0 GPU-hours)\n'
+x_out "$WORK/results.md" fairseq-tree-report sst "$WORK"
+dry || cat "$WORK/results.md"
