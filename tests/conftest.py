@@ -4,6 +4,15 @@ import os
 import sys
 from pathlib import Path
 
+# triton reads TRITON_INTERPRET when it is first imported (by any test: torch's inductor imports it too): set here,
+# before every test module, so a machine without CUDA runs the fused tree kernels' parity tests in triton's
+# interpreter whatever ran first in the worker (the kernels stay off unless a test asks: --tree-kernels eager)
+if "TRITON_INTERPRET" not in os.environ:
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
