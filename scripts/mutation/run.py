@@ -15,7 +15,8 @@ CLI tests that train models, minutes each).
 * **caught**: a test failed (or the tests could not be collected: the mutant breaks an import);
 * **timeout**: the tests ran past ``--timeout-factor`` x the unmutated run (counted as caught: a hang is noticed);
 * **survived**: every test passed; **equivalent**: a survivor that ``modules.toml`` lists with the reason it cannot
-  be told apart (left out of the score).
+  be told apart (left out of the score); a survivor listed as ``known_survivor`` (not equivalent: why no fast test
+  kills it) is reported with its reason and still counts.
 
 Score = (caught + timeout) / (mutants - equivalent). The report ends with every survivor's diff.
 
@@ -98,6 +99,23 @@ def select(module: dict, max_mutants: int, seed: int) -> List[Mutant]:
     return sorted(chosen.values(), key=lambda m: (m.line, m.key))
 
 
+def stale_keys(cfg: dict, modules: Optional[List[dict]] = None) -> List[str]:
+    """The equivalent and known mutants of the config that no module makes any more (their line changed): those
+    whose line is in no module, and those whose line is only in ``modules`` (default: all) and that none of them
+    makes. (Making a module's mutants compiles each one: seconds for a large module, so a run checks its own.)"""
+    sources = {m["path"]: (REPO / m["path"]).read_text("utf-8") for m in cfg["module"]}
+    checked = [m["path"] for m in (cfg["module"] if modules is None else modules)]
+    made = {m.key for path in checked for m in mutants(path, sources[path])}
+    stale = []
+    for entry in cfg.get("equivalent", []) + cfg.get("known_survivor", []):
+        key = entry["mutant"]
+        before = key.split("  ->  ")[0].removesuffix(" ...")
+        where = [path for path, text in sources.items() if before in text]
+        if not where or (key not in made and set(where) <= set(checked)):
+            stale.append(key)
+    return stale
+
+
 def copy_checkout(dest: Path) -> Path:
     """The checkout's files (tracked and untracked, not ignored, as they are now) under ``dest/repo``, and
     ``dest/shared`` linked to the data beside the checkout (the tests read ``REPO/../shared``)."""
@@ -154,7 +172,7 @@ def outcome_name(rc) -> str:
     return f"error (pytest exit {rc})"
 
 
-def mutate(copy: Path, module: dict, sample: List[Mutant], env: dict, args, equivalent: dict) -> dict:
+def mutate(copy: Path, module: dict, sample: List[Mutant], env: dict, args, equivalent: dict, known: dict) -> dict:
     path = copy / module["path"]
     original = path.read_text(encoding="utf-8")
     rc, base_s, out = run_tests(copy, module["tests"], env, None)
@@ -175,7 +193,7 @@ def mutate(copy: Path, module: dict, sample: List[Mutant], env: dict, args, equi
                 name = "equivalent"
             result["mutants"].append({"line": m.line, "operator": m.operator, "before": m.before, "after": m.after,
                                       "key": m.key, "outcome": name, "seconds": round(secs, 1),
-                                      "reason": equivalent.get(m.key)})
+                                      "reason": equivalent.get(m.key) if name == "equivalent" else known.get(m.key)})
             print(f"  [{k}/{len(sample)}] {name:10s} {secs:5.0f} s  {m.path}:{m.line} [{m.operator}] "
                   f"{m.before!r} -> {m.after!r}", flush=True)
             if name.startswith("error"):
@@ -241,9 +259,13 @@ def main(argv=None) -> int:
         if unknown:
             raise SystemExit(f"not in {args.config}: {unknown} (known: {', '.join(known)})")
         modules = [known[p] for p in args.modules]
+    stale = stale_keys(cfg, modules)
+    if stale:
+        print(f"{args.config}: listed mutants no module makes any more (their line changed?): {stale}", flush=True)
     if args.slow:
         modules = [dict(m, tests=m["tests"] + m["slow"]) for m in modules]
-    equivalent = {e["mutant"]: e["reason"] for e in cfg.get("equivalent", [])}
+    equivalent = {e["mutant"]: " ".join(e["reason"].split()) for e in cfg.get("equivalent", [])}
+    known = {e["mutant"]: " ".join(e["reason"].split()) for e in cfg.get("known_survivor", [])}
     samples = [(m, select(m, args.max_mutants, args.seed)) for m in modules]
     if args.list:
         for m, sample in samples:
@@ -257,7 +279,7 @@ def main(argv=None) -> int:
         copy = copy_checkout(tmp)
         env = environment(copy)
         check_copy_is_imported(copy, env)
-        results = [mutate(copy, m, sample, env, args, equivalent) for m, sample in samples]
+        results = [mutate(copy, m, sample, env, args, equivalent, known) for m, sample in samples]
     finally:
         if args.keep:
             print(f"the copy: {tmp}")

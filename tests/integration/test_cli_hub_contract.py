@@ -2,6 +2,7 @@
 here: portable model folders (fairseq-tree-export) that load from anywhere with identical outputs, errors that
 say what to do, raw text with any parser, one result type per hub call, devices, progress and quiet."""
 
+import importlib
 import json
 import shutil
 import sys
@@ -10,12 +11,16 @@ import pytest
 from conftest import BIN
 from tiny_models import RAW, SST, USER_DIR, build_models, ok, sh
 
-pytestmark = pytest.mark.slow(minutes=4)
+pytestmark = pytest.mark.slow(minutes=2.5)  # 155 s measured (-n 0, the busy 2-core box, 2026-11-27)
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    return build_models(tmp_path_factory.mktemp("families"))
+    """Every family, trained through the console scripts' entry points in this process (the tests below run the
+    CLIs as processes)."""
+    from test_docs_commands_run import run_here
+
+    return build_models(tmp_path_factory.mktemp("families"), run=run_here)
 
 
 # ------------------------------------------------------------------------------------------ portable folders
@@ -35,8 +40,13 @@ OUTPUTS = {
 }
 
 
-def outputs(family, folder, *args, cwd):
+def outputs(family, folder, *args, cwd=None):
+    """The family's hub outputs on its fixed inputs (OUTPUTS), as JSON: in this process, or with ``cwd`` in a new
+    Python process started there (nothing of this process's state, only the folder)."""
     module, cls = OUTPUTS[family][0].split(":")
+    if cwd is None:
+        hub = getattr(importlib.import_module(module), cls).from_pretrained(*map(str, (folder, *args)), device="cpu")
+        return json.loads(json.dumps(eval(OUTPUTS[family][1], {"hub": hub})))
     script = (f"import json; from {module} import {cls}\n"
               f"hub = {cls}.from_pretrained(*{[str(a) for a in (folder, *args)]!r}, device='cpu')\n"
               f"print(json.dumps({OUTPUTS[family][1]}))")
@@ -45,9 +55,14 @@ def outputs(family, folder, *args, cwd):
 
 @pytest.mark.parametrize("family", list(OUTPUTS))
 def test_exported_folder_loads_anywhere_with_identical_outputs(models, family, tmp_path):
+    """The checkpoint's outputs here, then fairseq-tree-export (its entry point, in this process: the console script
+    runs in test_interactive_raw_text_with_the_lal_parser_and_a_bad_line), the folder moved and the data-bin hidden:
+    the same outputs in a new process started in /."""
+    from fairseq_tree.cli.export import main as export
+
     ckpt, data = models[family]
-    before = outputs(family, ckpt.parent, ckpt.name, data, cwd=tmp_path)
-    ok(BIN / "fairseq-tree-export", ckpt, tmp_path / "exported")
+    before = outputs(family, ckpt.parent, ckpt.name, data)
+    export([str(ckpt), str(tmp_path / "exported")])
     card = json.loads((tmp_path / "exported" / "model_card.json").read_text())
     assert card["parameters"] > 0 and card["training_data"] == str(data) and card["updates"] >= 1
     elsewhere = tmp_path / "moved" / "model"
@@ -193,17 +208,21 @@ def test_induce_raw_text_and_its_trees_read_back_through_parser_given(models, tm
     records = [json.loads(x) for x in (out / "induced.jsonl").read_text().splitlines()]
     assert [r["tree"] for r in records] == trees and all(len(r["heads"]) == len(r["words"]) for r in records)
     assert (out / "deps.conllu").read_text().count("# sent_id") == 2
-    # the treebank mode's trees too: both read back through fairseq-tree-preprocess --parser given
+    # the treebank mode's trees too: both read back through one fairseq-tree-preprocess --parser given (the raw
+    # text's trees as its train split, the treebank's as its valid split)
     ok(BIN / "fairseq-tree-induce", "--path", sf, "--treebank", models["dir"] / "t.mrg", "--out", tmp_path / "tb",
        "--no-perplexity", "--cpu")
-    for src in (out / "trees.txt", tmp_path / "tb" / "trees.txt"):
-        n = len(src.read_text().splitlines())
-        shutil.copy(src, tmp_path / "p.en")
-        (tmp_path / "p.xx").write_text("x\n" * n)
-        ok(BIN / "fairseq-tree-preprocess", "-s", "en", "-t", "xx", "--trainpref", tmp_path / "p", "--parser",
-           "given", "--bpe-merges", "50", "--destdir", tmp_path / f"bin_{src.parent.name}")
-        report = json.loads((tmp_path / f"bin_{src.parent.name}" / "preprocess.json").read_text())
-        assert report["splits"]["train"]["sentences"] == n
+    sizes = {}
+    for split, src in (("train", out / "trees.txt"), ("valid", tmp_path / "tb" / "trees.txt")):
+        sizes[split] = len(src.read_text().splitlines())
+        shutil.copy(src, tmp_path / f"{split}.en")
+        (tmp_path / f"{split}.xx").write_text("x\n" * sizes[split])
+    assert sizes == {"train": len(RAW), "valid": 30}
+    ok(BIN / "fairseq-tree-preprocess", "-s", "en", "-t", "xx", "--trainpref", tmp_path / "train", "--validpref",
+       tmp_path / "valid", "--parser", "given", "--bpe-merges", "50", "--destdir", tmp_path / "bin")
+    report = json.loads((tmp_path / "bin" / "preprocess.json").read_text())["splits"]
+    assert {split: report[split]["sentences"] for split in sizes} == sizes
+    assert {split: report[split]["skipped"] for split in sizes} == {"train": 0, "valid": 0}
 
 
 # ------------------------------------------------------------------------------ result types, devices, quiet

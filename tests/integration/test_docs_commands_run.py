@@ -11,8 +11,10 @@ How a command is adapted, and nothing else:
   (tests/tiny_models.py); what a page's earlier command writes, its later commands read;
 * the schedule and size flags: ``--max-update``/``--max-epoch`` 1 (``--max-update 1`` where neither is given,
   OVERRIDES for the two chains that need more checkpoints), ``--bpe-merges 100``, ``--workers 1``, smaller
-  dimensions for the architectures that take minutes an update here (SIZE), ``--cpu`` for fairseq's CLIs and
-  ``--device cpu`` for ``--device cuda``;
+  dimensions for the architectures that take minutes an update here (SIZE), ``--max-len-a 0 --max-len-b 8`` for
+  fairseq-generate (a model of one update seldom ends a sentence: beam search would go on to 200 tokens),
+  ``--plot 1`` for fairseq-tree-induce (each plotted sentence is several figures),
+  ``--cpu`` for fairseq's CLIs and ``--device cpu`` for ``--device cuda``;
 * ``"$(fairseq-tree-user-dir)"`` is the plugin's directory; ``< file`` and ``> file`` are honoured.
 
 Each command runs in this process through its console script's entry point (pyproject.toml, fairseq's
@@ -38,7 +40,7 @@ import tomllib
 from conftest import BIN, REPO, SHARED
 from tiny_models import RAW, USER_DIR, build_models
 
-pytestmark = pytest.mark.slow(minutes=7)  # 6.7 min measured (-n 0, loaded 2-core box), 4 of them setup
+pytestmark = pytest.mark.slow(minutes=3)  # 160 s measured (-n 0, the busy 2-core box, 2026-11-27), 40 of them setup
 
 DOCS = [REPO / "README.md", REPO / "RESULTS.md", *sorted((REPO / "docs").glob("*.md"))]
 DOCS = [p for p in DOCS if p.name != "results-log.md"]  # the dated log: commands as they were run then
@@ -185,8 +187,13 @@ def adapt(page, line, toks):
             set_flag(toks, flag, value)
         if "--arch" in toks:
             toks += SIZE.get(toks[toks.index("--arch") + 1], [])
+    if prog == "fairseq-generate":
+        set_flag(toks, "--max-len-a", "0")
+        set_flag(toks, "--max-len-b", "8")
     if prog in ("fairseq-train", "fairseq-generate", "fairseq-interactive"):
         toks.append("--cpu")
+    if prog == "fairseq-tree-induce" and "--plot" in toks:
+        set_flag(toks, "--plot", "1")
     for flag, value in (("--bpe-merges", "100"), ("--workers", "1")):
         if flag in toks:
             set_flag(toks, flag, value)
@@ -243,6 +250,14 @@ def execute(toks, cwd, stdin=None, stdout=None):
     return status, (err.getvalue() + ("" if status == 0 or isinstance(code, (int, type(None))) else str(code)))[-4000:]
 
 
+def run_here(*cmd):
+    """tests/tiny_models.py's ``run``: a console script (``BIN/NAME``) with its arguments, through :func:`execute`
+    in this process; it must exit 0."""
+    toks = [Path(str(cmd[0])).name, *map(str, cmd[1:])]
+    status, err = execute(toks, os.getcwd())
+    assert status == 0, f"{shlex.join(toks)}\nexit {status}:\n{err}"
+
+
 def reset_fairseq_train():
     """What fairseq-train keeps between runs in one process (a new process starts without it): the best
     validation score so far, on which checkpoint_best.pt is written, and the early-stopping counter."""
@@ -286,7 +301,7 @@ def world(tmp_path_factory, tiny_stanza_models):
     head(wsj / "wsj22.sd.conll", data / "wsj22.sd.conll", 12, sep="\n\n")
     head(sst / "train.txt", data / "sst" / "train.txt", 60)
     head(sst / "dev.txt", data / "sst" / "dev.txt", 20)
-    models = build_models(d / "models", families={"tree2seq", "lal_notags", "structformer"})
+    models = build_models(d / "models", families={"tree2seq", "lal_notags", "structformer"}, run=run_here)
     world = {"data": data, "stanza": tiny_stanza_models, "models": models}
     toks = adapt("README.md", "", shlex.split(
         "fairseq-tree-preprocess -s en -t de --trainpref raw/train --validpref raw/valid --testpref raw/test "

@@ -1,10 +1,10 @@
 """``--tree-compile``: the compiled train step against the eager one (fp32 at 1e-5) under both scopes (``stack``, the
-default: each layer loop one compiled call; ``layer``: each layer its own), batch invariance and padding buckets
-through it, ``--checkpoint-activations`` (compiled layer by layer), decoding a compiled model, and the number of
-graphs over batches of several shapes. Tiny arch, few graphs: compilation is most of this file's time. (Eager
-against the paper's equations written out: tests/unit/test_tree_attention.py; compiled equals eager here, so it
-follows. bf16 autocast on the CPU does not compile: inductor's lowering of fairseq's decoder self-attention fails on
-symbolic sizes, ValueRangeError, torch 2.13; see docs/tree2seq.md.)"""
+default: each layer loop one compiled call; ``layer``: each layer its own, here with ``--checkpoint-activations``),
+batch invariance and padding buckets through it, decoding a compiled model, the number of graphs over batches of
+several shapes, and LayerCompiler's counters on a small function. Tiny arch, few graphs: compilation is most of this
+file's time. (Eager against the paper's equations written out: tests/unit/test_tree_attention.py; compiled equals
+eager here, so it follows. bf16 autocast on the CPU does not compile: inductor's lowering of fairseq's decoder
+self-attention fails on symbolic sizes, ValueRangeError, torch 2.13; see docs/tree2seq.md.)"""
 
 import copy
 
@@ -16,7 +16,7 @@ from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_tree.trees import distances_to_tree
 
-pytestmark = pytest.mark.slow(minutes=6)
+pytestmark = pytest.mark.slow(minutes=2)  # 120 s measured (-n 0, the busy 2-core box, 2026-11-27), most of it inductor
 
 VOCAB, LABELS = 60, 12
 
@@ -85,6 +85,28 @@ def models(data_dir):
     return eager, compiled
 
 
+def test_a_compiled_function_is_the_eager_one_and_counts_its_graphs_calls_and_time():
+    """LayerCompiler.compiled on a small function (seconds, not a model's minutes): the eager results; one graph
+    for sizes that were equal by chance in the first call (3 x 3, no duck sizing: they get a symbol each) and for
+    new sizes later (symbolic sizes); every call counted; inductor's time between 0 and the wall time."""
+    import time
+
+    from fairseq_tree.modules.tree_compile import LayerCompiler
+
+    def f(x, y):
+        return torch.tanh(x) @ y + 1
+
+    comp = LayerCompiler()
+    fn = comp.compiled(f)
+    assert comp.compiled(f) is fn and fn.__name__ == "f"  # built once per function
+    t0 = time.perf_counter()
+    for k, (a, b) in enumerate([((3, 3), (3, 3)), ((3, 5), (5, 2)), ((6, 4), (4, 7))], 1):
+        x, y = torch.randn(*a), torch.randn(*b)
+        torch.testing.assert_close(fn(x, y), f(x, y))
+        assert (comp.graphs, comp.calls) == (1, k)
+    assert 0 < comp.seconds < time.perf_counter() - t0
+
+
 def calls_per_step(model, net, tgt) -> int:
     """Compiled functions called by one train step."""
     before = model.encoder.compiler.calls
@@ -112,17 +134,6 @@ def test_compiled_step_equals_eager_and_graphs_stay_bounded(models):
     assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 2
 
 
-def test_layer_scope_equals_eager(data_dir, models):
-    """``--tree-compile-scope layer``: one compiled call per layer (2 encoder + 2 decoder layers), the eager step."""
-    eager, _ = models
-    _, compiled = build(data_dir, "--tree-compile", "--tree-compile-scope", "layer")
-    compiled.load_state_dict(eager.state_dict())
-    for i, (lengths, T) in enumerate([([9, 12, 5], 10), ([16, 3, 11, 14], 13)]):
-        net, tgt = batch(lengths, i, T)
-        assert_same(loss_and_grads(compiled, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
-    assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 4
-
-
 def test_batch_invariance_through_the_compiled_step(models):
     """A sentence's outputs in a batch and alone (other buckets, other padding) are the same, compiled."""
     _, compiled = models
@@ -137,15 +148,19 @@ def test_batch_invariance_through_the_compiled_step(models):
         torch.testing.assert_close(out_alone[0], out[b], rtol=0, atol=1e-5)
 
 
-def test_checkpoint_activations_compiled_equals_eager(data_dir, models):
-    """Checkpointed layers are compiled one by one under the default scope: 4 calls in the forward and the same 4
-    again when the backward recomputes them; the eager step."""
+def test_layer_scope_and_checkpointed_layers_compiled_equal_eager(data_dir, models):
+    """``--tree-compile-scope layer`` with ``--checkpoint-activations``: each layer its own compiled call (2 encoder
+    + 2 decoder layers), 4 calls in the forward and the same 4 again when the backward recomputes them (under the
+    default scope a checkpointed stack is compiled this way too: tests/unit/test_tree_compile_mutants.py); two
+    batches of different shapes, the eager step. (One model for both: each costs inductor its own compiles.)"""
     eager, _ = models
-    _, compiled = build(data_dir, "--tree-compile", "--checkpoint-activations")
+    _, compiled = build(data_dir, "--tree-compile", "--tree-compile-scope", "layer", "--checkpoint-activations")
+    assert compiled.encoder.compiler.scope == "layer"
     compiled.load_state_dict(eager.state_dict())
-    net, tgt = batch([9, 12, 5], 0, 10)
-    assert_same(loss_and_grads(compiled, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
-    assert calls_per_step(compiled, net, tgt) == 8
+    for i, (lengths, T) in enumerate([([9, 12, 5], 10), ([16, 3, 11, 14], 13)]):
+        net, tgt = batch(lengths, i, T)
+        assert_same(loss_and_grads(compiled, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
+    assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 8
 
 
 def test_decoding_a_compiled_model_is_eager_decoding(data_dir, models):

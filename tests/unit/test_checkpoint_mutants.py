@@ -1,6 +1,7 @@
 """What a tool says when it is given the wrong checkpoint or a checkpoint whose data directory is gone
 (fairseq_tree/inference/checkpoint.py), on checkpoints as fairseq saves and loads them (the hydra config as plain
-containers or as OmegaConf; a pre-hydra one with ``args``), without loading a model: bugs of one line that the CLI tests
+containers or as OmegaConf; a pre-hydra one with ``args``), and a tiny real StructFormer checkpoint (built here, not
+trained) loaded with another data directory and task options: bugs of one line that the CLI tests
 (tests/integration/test_first_hour_paths.py) let through (scripts/mutation/, docs/development.md)."""
 
 import argparse
@@ -16,6 +17,7 @@ from fairseq_tree.inference.checkpoint import (
     check_task,
     checkpoint_task,
     data_advice,
+    load_checkpoint,
 )
 
 
@@ -34,6 +36,7 @@ def test_the_task_of_hydra_and_pre_hydra_checkpoints():
     assert checkpoint_task(_plain("tree_induction", "structformer_tiny")) == "tree_induction"
     assert checkpoint_task({"args": argparse.Namespace(task="translation", arch="transformer")}) == "translation"
     assert checkpoint_task({}) is None
+    _check_data("old.pt", {"args": argparse.Namespace(task="translation", data="gone")}, "x")  # no cfg: not checked
 
 
 def test_a_checkpoint_of_another_task_names_its_task_arch_and_the_tool_that_runs_it():
@@ -89,3 +92,47 @@ def test_a_parser_backend_rewords_both_errors_in_its_own_options():
         with as_parser_backend("lal"):
             raise MissingDataDirectory("a.pt", "lal_bin", "fairseq-tree-parse --data DIR", "/here")
     assert (e.value.path, e.value.data, e.value.cwd) == ("a.pt", "lal_bin", "/here")
+
+
+@pytest.fixture
+def structformer(tmp_path):
+    """A structformer_tiny checkpoint as fairseq-train saves one (its config as plain containers), built from the
+    CLI's flags without training, and its data-bin (a 20-word dictionary)."""
+    import torch
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import OmegaConf
+
+    data = tmp_path / "bin"
+    data.mkdir()
+    (data / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(20)))
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data), "--task", "tree_induction", "--arch", "structformer_tiny", "--criterion", "masked_lm", "--cpu"])
+    cfg = convert_namespace_to_omegaconf(args)
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    torch.save({"args": None, "cfg": OmegaConf.to_container(cfg), "model": model.state_dict(),
+                "optimizer_history": [{"criterion_name": "MaskedLmLoss", "optimizer_name": "Adam",
+                                       "lr_scheduler_state": {}, "num_updates": 0}],
+                "extra_state": {}, "last_optimizer_state": None}, tmp_path / "ck.pt")
+    return tmp_path / "ck.pt", data, model.state_dict()
+
+
+def test_a_checkpoint_loads_with_another_data_directory_and_task_options(structformer, tmp_path):
+    import shutil
+
+    import torch
+
+    ckpt, data, weights = structformer
+    moved = tmp_path / "moved_bin"
+    shutil.move(str(data), str(moved))  # the recorded data directory is gone
+    with pytest.raises(MissingDataDirectory, match=r"fairseq-tree-induce --data DIR"):
+        load_checkpoint(str(ckpt), device="cpu", expect=("tree_induction",), user="fairseq-tree-induce")
+    with pytest.raises(WrongCheckpoint, match=r"'tree_induction' checkpoint \(arch structformer_tiny\)"):
+        load_checkpoint(str(ckpt), data=str(moved), device="cpu", expect=("constituency_parsing",),
+                        user="fairseq-tree-parse")
+    models, cfg, task = load_checkpoint(str(ckpt), data=str(moved), device="cpu", expect=("tree_induction",),
+                                        user="fairseq-tree-induce", task_options={"eval_keep_case": True})
+    assert (cfg.task.data, task.cfg.data, task.cfg.eval_keep_case) == (str(moved), str(moved), True)
+    model = models[0]
+    assert type(model).__name__ == "StructFormerModel" and not model.training
+    assert all(torch.equal(a, weights[k]) for k, a in model.state_dict().items())

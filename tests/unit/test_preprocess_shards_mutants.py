@@ -1,6 +1,7 @@
 """What every pass of fairseq-tree-preprocess reads and writes through fairseq_tree/preprocess/shards.py: a CRLF
 corpus gives the bytes of its LF copy through the sharded pipeline, and the work directory's compact trees read back
-as the trees written, on every tree of the PTB sample and of SST (scripts/mutation/, docs/development.md)."""
+as the trees written, on every tree of the PTB sample and of SST, and a shard's lines are read from its offset
+(scripts/mutation/, docs/development.md)."""
 
 import filecmp
 import json
@@ -61,3 +62,15 @@ def test_a_crlf_corpus_gives_the_bytes_of_its_lf_copy(tmp_path):
     report = json.loads((out["crlf"] / "preprocess.json").read_text())["splits"]["train"]
     assert (report["sentences"], report["skipped"]) == (30, 0)
     assert "\r" not in (out["crlf"] / "dict.xx.txt").read_text(encoding="utf-8")
+
+
+def test_a_shard_reads_its_lines_by_offset_and_no_further_than_the_file(tmp_path):
+    """A shard's lines from its byte offset, line ends dropped (LF or CRLF); asking for more lines than the file
+    has left gives the lines there are, not empty ones (which the parse stage would report as empty lines)."""
+    from fairseq_tree.preprocess.shards import read_lines
+
+    path = tmp_path / "train.en"
+    path.write_bytes(b"one\r\ntwo words\nthree\r\n\xc3\xa9t\xc3\xa9")
+    assert read_lines(str(path), 0, 2) == [b"one", b"two words"]
+    assert read_lines(str(path), len(b"one\r\n"), 2) == [b"two words", b"three"]
+    assert read_lines(str(path), len(b"one\r\ntwo words\n"), 10) == [b"three", "été".encode()]
