@@ -1,8 +1,15 @@
 """scripts/reference/authors_structformer.py, the data adapter of the authors' StructFormer runs: the batch count
 their batchify makes (the recipe turns update counts into epochs with it), their nested-list trees written for
-fairseq-tree-score, and our dictionary's words handed to their Dictionary in order."""
+fairseq-tree-score, and our dictionary's words handed to their Dictionary in order. And
+scripts/reference/authors_tree_transformer.py (the authors' Tree Transformer runs): our dictionary as their
+vocabulary, their text2id/test() inputs, the evaluation's words, their dump_tree trees written for the scorer; with
+their code (FAIRSEQ_TREE_REF_TT, a local copy; skipped without), that our text2id is theirs, that the written trees
+are their build_tree brackets, and that stage_K is their model after K updates."""
 
+import argparse
 import importlib.util
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -40,3 +47,143 @@ def test_fairseq_words_in_order_without_specials(adapter, tmp_path):
     d.write_text("the 10\nbroken\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="dict.txt:2"):
         adapter.fairseq_words(d)
+
+
+# ------------------------------------------- scripts/reference/authors_tree_transformer.py (Tree Transformer)
+#: a local copy of yaushian/Tree-Transformer (04d19d3) for the tests that run their code; CI has none
+TT_REF = os.environ.get("FAIRSEQ_TREE_REF_TT")
+needs_their_code = pytest.mark.skipif(not TT_REF, reason="FAIRSEQ_TREE_REF_TT (their Tree-Transformer code) unset")
+
+
+@pytest.fixture(scope="module")
+def tt():
+    spec = importlib.util.spec_from_file_location("authors_tree_transformer",
+                                                  ROOT / "scripts/reference/authors_tree_transformer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tt_words(tt, tmp_path, train_lines=None):
+    """Their data_utils over the dict "the cat N" (ids 4 5 6 after their four specials)."""
+    d = tmp_path / "dict.txt"
+    d.write_text("the 10\ncat 5\n<unk> 3\nN 2\nmadeupword0000 0\n", encoding="utf-8")
+    train = tmp_path / "train.txt"
+    train.write_text("".join(line + "\n" for line in train_lines or []), encoding="utf-8")
+    args = argparse.Namespace(seq_length=50, batch_size=64, no_cuda=True, model_dir=str(tmp_path / "model"),
+                              train_path=str(train), train=train_lines is not None)
+    return tt.Words(args, tt.fairseq_words(d))
+
+
+def test_tt_vocabulary_is_our_dict_in_order_after_their_specials(tt, tmp_path):
+    w = tt_words(tt, tmp_path)
+    assert w.new_vocab == {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[CLS]": 3, "the": 4, "cat": 5, "N": 6}
+    assert (w.eos_id, w.unk_id, w.mask_id, w.cls_id, w.vocab_size) == (0, 1, 2, 3, 7)
+    assert w.index2word == ["[PAD]", "[UNK]", "[MASK]", "[CLS]", "the", "cat", "N"]
+    with pytest.raises(SystemExit, match="'cat' twice"):
+        tt.vocabulary(["the", "cat", "cat"])
+
+
+def test_tt_text_to_ids_as_their_data_utils(tt, tmp_path):
+    w = tt_words(tt, tmp_path, ["the cat sat", "N cat", ""])
+    # [CLS] + one id per word ([UNK] 1 outside the dict), per line; their dictionary.json written
+    assert w.training_data == [[3, 4, 5, 1], [3, 6, 5], [3]]
+    assert json.loads((tmp_path / "model" / "dictionary.json").read_text())["N"] == 6
+    assert w.text2id("the dog cat", 6).tolist() == [3, 4, 1, 5, 0, 0]  # 0 = [PAD] after
+    assert w.text2id("the dog cat", 3).tolist() == [3, 4, 1]  # cut at seq_length
+    assert w.text2id("cat").shape == (60,)  # their test()'s width
+    vecs, masks = tt.encode(w, ["the cat", "cat"], 4)
+    assert vecs.tolist() == [[3, 4, 5, 0], [3, 5, 0, 0]]
+    assert masks.tolist() == [[[1, 1, 1, 0]], [[1, 1, 0, 0]]]  # expand_dims(vec != 0, -2)
+    vecs, masks = tt.encode(w, ["the cat the cat the", "cat"], 4)  # widened to the longest + [CLS]
+    assert vecs.shape == (2, 6) and masks.shape == (2, 1, 6) and vecs[0].tolist() == [3, 4, 5, 4, 5, 4]
+
+
+def test_tt_words_by_the_evaluation_rule(tt, tmp_path):
+    mrg = tmp_path / "x.mrg"
+    mrg.write_text("(TOP (S (NP (DT The) (NN Cat)) (VP (VBD sat) (NP (CD 3.5) (NNS days))) (. .)))\n"
+                   "(TOP (FRAG (. .)))\n", encoding="utf-8")
+    assert tt.sentences(str(mrg)) == [(["the", "cat", "sat", "N", "days"], ["The", "Cat", "sat", "3.5", "days"]),
+                                      ([], [])]
+
+
+def test_tt_bracket_of_their_dump_tree(tt):
+    from nltk import Tree
+    words = ["The", "cat", "sat", "down"]
+    # dump_tree's trees: "( ( 0) ( 1) )" is a node over words 0 and 1, a word a childless tree named by its index
+    assert tt.bracket(Tree.fromstring("( ( ( 0) ( 1) ) ( ( 2) ( 3) ) )"), words) == "(X (X The cat) (X sat down))"
+    assert tt.bracket(Tree.fromstring("( ( ( 0) ( 1) ( 2) ) ( 3) )"), words) == "(X (X The cat sat) down)"
+    assert tt.bracket(Tree.fromstring("( ( 2) )"), words) == "sat"  # a one-child node is its child
+
+
+@needs_their_code
+def test_tt_text2id_equals_theirs_on_our_text(tt, tmp_path):
+    their = tt.their_modules(TT_REF)
+    w = tt_words(tt, tmp_path)
+    for text in ("the cat", "N dog the", " ".join(["cat"] * 70), ""):
+        for seq in (60, 8):
+            assert w.text2id(text, seq).tolist() == their.utils.data_utils.text2id(w, text, seq).tolist()
+
+
+@needs_their_code
+def test_tt_trees_are_their_build_tree_brackets(tt):
+    import numpy as np
+    import torch
+    from nltk import Tree
+    their = tt.their_modules(TT_REF)
+    rng = np.random.default_rng(0)
+
+    def spans(t, start=0):  # -> (end, the spans of >= 2 words) of a tree with bare words
+        if isinstance(t, str):
+            return start + 1, set()
+        end, out = start, set()
+        for c in t:
+            end, inner = spans(c, end)
+            out |= inner
+        return end, out | ({(start, end)} if end - start >= 2 else set())
+
+    flat = 0
+    for n in range(2, 14):
+        probs = torch.tensor(rng.uniform(0.3, 1.0, size=(4, n + 3, n + 3)))  # [layers, [CLS] + words + pad]
+        line = tt.tree_line(their.parse, probs, n, [f"w{i}" for i in range(n)], 0.8)
+        tree = Tree.fromstring(line)
+        assert tree.leaves() == [f"w{i}" for i in range(n)]
+        bp = their.parse.get_break_prob(probs)[:, 1:n]
+        assert spans(tree)[1] - {(0, n)} == their.parse.build_tree(bp, 3, 0, n - 1, 0.8) - {(0, n)}
+        flat += line.count("(") == 1
+    assert flat < 6  # the random links give nested trees
+    assert tt.tree_line(their.parse, probs, 1, ["Word"], 0.8) == "(X Word)"
+    assert tt.tree_line(their.parse, probs, 0, [], 0.8) == ""
+
+
+@needs_their_code
+def test_tt_stage_k_is_their_model_after_k_updates(tt, tmp_path):
+    import torch
+    corpus = tmp_path / "corpus"
+    (corpus / "text").mkdir(parents=True)
+    (corpus / "data-bin").mkdir()
+    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
+    lines = [" ".join(["the cat sat"] * 7)] * 140  # 22 tokens: nearly every line gets a masked word
+    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    size = ["--layers", "3", "--d-model", "16", "--heads", "2", "--d-ff", "16"]
+    tt.main(["train", "--corpus-dir", str(corpus), "--ref", TT_REF, "--out", str(out), "--updates", "1", "3",
+             *size])
+    one, three = (torch.load(out / f"stage_{k}.pt", weights_only=True) for k in (1, 3))
+    theirs = torch.load(out / "model" / "model.pth", weights_only=True)  # their loop saves at step 0: 1 update
+    assert theirs["step"] == 0 and (one["step"], three["step"]) == (1, 3)
+    assert all(torch.equal(one["state_dict"][k], v) for k, v in theirs["state_dict"].items())
+    assert not torch.equal(three["state_dict"]["proj.weight"], theirs["state_dict"]["proj.weight"])
+    assert one["size"] == {"layers": 3, "d_model": 16, "heads": 2, "d_ff": 16}
+    assert sorted(p.name for p in out.glob("stage_*")) == ["stage_1.pt", "stage_3.pt"]
+    before = [(out / f"stage_{k}.pt").stat().st_mtime_ns for k in (1, 3)]
+    tt.main(["train", "--corpus-dir", str(corpus), "--ref", TT_REF, "--out", str(out), "--updates", "1", "3"])
+    assert [(out / f"stage_{k}.pt").stat().st_mtime_ns for k in (1, 3)] == before  # a rerun trains nothing
+    mrg = tmp_path / "x.mrg"
+    mrg.write_text("(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)))\n(TOP (NP (NN Cat)))\n", encoding="utf-8")
+    trees = tmp_path / "x.trees"
+    tt.main(["parse", "--ref", TT_REF, "--checkpoint", str(out / "stage_3.pt"), "--dict",
+             str(corpus / "data-bin" / "dict.txt"), "--treebank", str(mrg), "--out-trees", str(trees)])
+    lines = trees.read_text().splitlines()
+    assert len(lines) == 2 and lines[1] == "(X Cat)"
+    assert lines[0].replace("(X ", "").replace(")", "").split() == ["The", "cat", "sat"]
