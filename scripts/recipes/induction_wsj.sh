@@ -7,9 +7,13 @@
 #        SEEDS="1 2 3"  CORPUS=wsj  PATIENCE=10 (validations without a better wsj22 UF1)  VALIDATE=1000 (updates)
 #        MAX_UPDATE=200000  DEVICE=cpu|cuda  THREADS=1  POLL=30  EXTRA="..." (more fairseq-train flags; recorded)
 #        STOP_AFTER=UPDATES (this call trains a run to at most that many updates: a resumable slice, e.g. a GPU lease)
-#        VARIANTS="paper" | "paper code" | "code": code = StructFormer as the authors' code trains it (its model flags,
-#        unscaled embeddings, linear LM head, Adam (0.9, 0.999) eps 1e-9, L2 1.2e-6, clip 0.25, fixed lr, no
-#        warmup; reference_code_notes.md 4); its runs are ARCH_code_sSEED. Other archs have the paper variant only.
+#        VARIANTS="paper" | "paper code" | "code": code = the model as its authors' code trains it; its runs are
+#        ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled embeddings, linear LM
+#        head, Adam (0.9, 0.999) eps 1e-9, L2 1.2e-6, clip 0.25, fixed lr 1e-3, no warmup. Constituent attention
+#        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
+#        LayerNorm, their parse (min layer 2, the 0.7 rule), one projection as LM head, 1/7 of the words
+#        predicted, 64 sentences a batch, Adam lr 1e-4 (0.9, 0.98) eps 1e-9, no weight decay, clip 1.5, fixed lr,
+#        no warmup (what differs: their head is untied, ours tied; their sentence starts with [CLS] alone).
 #
 # CORPUS (training text; words only, lower-cased, digits -> N, punctuation dropped; 10k vocabulary from it):
 #   ptb       ptb_sample/train (3,396 sentences, WSJ 00-01)
@@ -71,11 +75,18 @@ CODE_OPT="--adam-betas (0.9,0.999) --adam-eps 1e-9 --lr 1e-3 --lr-scheduler fixe
 CODE_OPT+=" --weight-decay 1.2e-6"
 PAPER_OPT="--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0"
 PAPER_OPT+=" --weight-decay 0.01"
+CA_CODE_MODEL="--ca-link-scale 256 --ca-code-diagonal --ca-own-norm --ca-parse-min-layer 2 --ca-parse-code-rule"
+CA_CODE_MODEL+=" --lm-head linear --mask-prob 0.142857"
+CA_CODE_OPT="--adam-betas (0.9,0.98) --adam-eps 1e-9 --lr 1e-4 --lr-scheduler fixed --warmup-updates 0 --clip-norm 1.5"
+CA_CODE_OPT+=" --weight-decay 0 --batch-size 64"
 flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)
-  local model="" opt=$PAPER_OPT
-  [ "$3" = code ] && model=" $CODE_MODEL" opt=$CODE_OPT
+  local model="" opt=$PAPER_OPT batch="--max-tokens 1024"
+  case $3/$1 in
+    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT ;;
+    code/constituent_transformer*) model=" $CA_CODE_MODEL" opt=$CA_CODE_OPT batch="--max-tokens 8192" ;;
+  esac
   echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer adam" \
-    "$opt --max-tokens 1024 --seed $2 --eval-treebank $D/wsj22/wsj22.mrg" \
+    "$opt $batch --seed $2 --eval-treebank $D/wsj22/wsj22.mrg" \
     "--eval-deps $D/wsj22/wsj22.sd.conll --best-checkpoint-metric uf1 --maximize-best-checkpoint-metric $EXTRA"
 }
 run_dir() {  # arch seed variant
@@ -148,8 +159,9 @@ text "$CORPUS"
 for arch in $RUNS; do
   for variant in $VARIANTS; do
     case $variant/$arch in
-      paper/*|code/structformer*) ;;
-      code/*) echo "== $arch: no code variant (StructFormer's only); skipped" >&2; continue ;;
+      paper/*|code/structformer*|code/constituent_transformer*) ;;
+      code/*) echo "== $arch: no code variant (StructFormer's and constituent attention's only); skipped" >&2
+              continue ;;
       *) echo "unknown variant $variant (paper, code)" >&2; exit 2 ;;
     esac
     for seed in $SEEDS; do

@@ -75,14 +75,24 @@ def test_induction_recipe_slice_resume_and_scores(shared_slice, tmp_path):
 
 
 def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
-    """VARIANTS=code: StructFormer with the authors' code's settings in its own run directory (the flags reach
-    fairseq-train), scored like the paper's runs; an arch without a code variant is skipped with a message."""
+    """VARIANTS=code: StructFormer and constituent attention with their authors' code's settings, each in its own
+    run directory (the flags reach fairseq-train), scored like the paper's runs; an arch without a code variant is
+    skipped with a message."""
     work = tmp_path / "work"
-    res = _recipe(shared_slice, work, RUNS="structformer_tiny constituent_transformer_tiny", VARIANTS="code",
-                  MAX_UPDATE="3")
+    res = _recipe(shared_slice, work, RUNS="structformer_tiny constituent_transformer_tiny mlm_transformer_tiny",
+                  VARIANTS="code", MAX_UPDATE="3")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "constituent_transformer_tiny: no code variant" in res.stderr
+    assert "mlm_transformer_tiny: no code variant" in res.stderr
     assert not (work / "wsj" / "constituent_transformer_tiny_s1").exists()
+    assert not list((work / "wsj").glob("mlm_transformer_tiny*"))
+    ca = work / "wsj" / "constituent_transformer_tiny_code_s1"
+    log = (ca / "train.log").read_text(encoding="utf-8")
+    for arg in ("ca_link_scale=256.0", "ca_code_diagonal=True", "ca_own_norm=True", "ca_parse_min_layer=2",
+                "ca_parse_code_rule=True", "lm_head='linear'", "clip_norm=1.5", "warmup_updates=0",
+                "batch_size=64", "max_tokens=8192", "lr=[0.0001]", "adam_eps=1e-09"):
+        assert arg in log, arg
+    assert "masking for constituent_transformer_tiny: MaskPolicy(prob=0.142857" in log
+    assert (ca / "induce_wsj22" / "scores.json").is_file() and not (ca / "induce_wsj22_joint").exists()
     run = work / "wsj" / "structformer_tiny_code_s1"
     flags = (run / "flags.txt").read_text(encoding="utf-8")
     assert "--no-scale-embedding --lm-head linear" in flags and "--adam-betas (0.9,0.999)" in flags
