@@ -12,7 +12,8 @@ tried). The tests run first on the unmutated copy (they must pass; their time se
 mutant: ``pytest -x -q -n 0`` on the module's covering files (``tests``; with ``--slow`` its ``slow`` files too: the
 CLI tests that train models, minutes each).
 
-* **caught**: a test failed (or the tests could not be collected: the mutant breaks an import);
+* **caught**: a test failed (or the tests could not be collected: the mutant breaks an import; or the mutant crashed
+  the test process: a kernel's out-of-bounds read, SIGSEGV or SIGABRT);
 * **timeout**: the tests ran past ``--timeout-factor`` x the unmutated run (counted as caught: a hang is noticed);
 * **survived**: every test passed; **equivalent**: a survivor that ``modules.toml`` lists with the reason it cannot
   be told apart (left out of the score); a survivor listed as ``known_survivor`` (not equivalent: why no fast test
@@ -168,6 +169,8 @@ def outcome_name(rc) -> str:
     if rc == 0:
         return "survived"
     if rc in (1, 2, 3):  # failed, interrupted (a collection error), internal error
+        return "caught"
+    if isinstance(rc, int) and rc < 0:  # pytest killed by a signal: the mutant crashes the tests (SIGSEGV, SIGABRT)
         return "caught"
     return f"error (pytest exit {rc})"
 

@@ -88,6 +88,17 @@ def test_the_score_leaves_out_equivalent_mutants_and_counts_known_survivors():
     assert "a.py:5 [drop]  (survived: only a GPU shows it)" in text and "a.py:6 [drop]  (survived)\n" in text
 
 
+def test_a_crash_of_the_tests_is_caught_and_a_broken_run_is_an_error():
+    """pytest's exit codes: 0 every test passed (survived); 1 a test failed, 2 interrupted (collection), 3 internal
+    error: caught; killed by a signal (-11 SIGSEGV, -6 SIGABRT: a kernel reading out of bounds) caught; 4 (usage)
+    and 5 (no tests collected: a wrong test path in modules.toml) are errors of the run, not a verdict."""
+    import run
+
+    assert [run.outcome_name(rc) for rc in (0, 1, 2, 3, -11, -6, "timeout")] == [
+        "survived", "caught", "caught", "caught", "caught", "caught", "timeout"]
+    assert [run.outcome_name(rc) for rc in (4, 5)] == ["error (pytest exit 4)", "error (pytest exit 5)"]
+
+
 def test_every_listed_equivalent_and_known_survivor_is_still_made():
     """modules.toml's equivalent and known mutants are mutants its modules make today: an entry whose line changed
     is stale (the runner warns; the entry must be redone or removed). Checked here on the lines' text for every

@@ -42,8 +42,10 @@ def kernels():
         if DEVICE == "cpu":
             mp.setenv("TRITON_INTERPRET", "1")
         module = tree_kernels.kernels_module()
-        if DEVICE == "cpu" and type(module.tree_values_fwd).__name__ != "InterpretedFunction":
+        kind = type(module.tree_values_fwd).__name__
+        if DEVICE == "cpu" and kind == "JITFunction":
             pytest.skip("the kernels were jitted for a GPU in this process, and there is none to run them on")
+        assert kind in ("InterpretedFunction", "JITFunction"), f"the kernels were not jitted: {kind}"
         yield module
 
 
