@@ -98,7 +98,6 @@ def parse(args) -> None:
     import numpy as np
     import torch
 
-    from fairseq_tree.data.induction_text import treebank_sentences
     sys.path.insert(0, str(Path(args.dict).resolve().parent.parent / "shim"))
     tree_utils = _their(args.ref, "tree_utils")
     _their(args.ref, "structformer")  # the classes their pickle names
@@ -108,8 +107,7 @@ def parse(args) -> None:
     model.eval()
     trees, deps = [], []
     with torch.no_grad():
-        for words, raw in zip(treebank_sentences(args.treebank),
-                              treebank_sentences(args.treebank, lowercase=False, digits=False)):
+        for words, raw in sentences(args.treebank):
             if not words:
                 trees.append("")
                 deps.append("")
@@ -129,6 +127,12 @@ def parse(args) -> None:
     Path(args.out_trees).write_text("\n".join(trees) + "\n", encoding="utf-8")
     Path(args.out_deps).write_text("\n\n".join(deps) + "\n\n", encoding="utf-8")
     print(f"sentences={len(trees)} trees={args.out_trees} deps={args.out_deps}")
+
+
+def sentences(treebank: str):
+    """(words by the evaluation's rule, the same words as the gold spells them) for each tree of ``treebank``."""
+    from fairseq_tree.data.induction_text import treebank_sentences
+    return list(zip(treebank_sentences(treebank), treebank_sentences(treebank, lowercase=False, digits=False)))
 
 
 def bracket(t, words) -> str:

@@ -51,7 +51,7 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from authors_structformer import fairseq_words  # noqa: E402  (our dict.txt's words, in order)
+from authors_structformer import fairseq_words, sentences  # noqa: E402  (our dict.txt's words; the scored words)
 
 SPECIALS = ("[PAD]", "[UNK]", "[MASK]", "[CLS]")  # their ids 0..3 (eos_id, unk_id, mask_id, cls_id)
 THEIRS = ("solver", "utils", "models", "modules", "attention", "parse", "bert_optimizer")
@@ -229,12 +229,6 @@ def train(args) -> None:
     solver.train()
     save(missing[-1])
     print(f"stages={missing} trained_to={missing[-1]} size={size}")
-
-
-def sentences(treebank: str):
-    """(words by the evaluation's rule, the same words as the gold spells them) for each tree of ``treebank``."""
-    from fairseq_tree.data.induction_text import treebank_sentences
-    return list(zip(treebank_sentences(treebank), treebank_sentences(treebank, lowercase=False, digits=False)))
 
 
 def bracket(tree, words) -> str:

@@ -17,13 +17,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def adapter():
-    spec = importlib.util.spec_from_file_location("authors_structformer",
-                                                  ROOT / "scripts/reference/authors_structformer.py")
+def _load(name: str):
+    """scripts/reference/NAME.py as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "reference" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    return _load("authors_structformer")
 
 
 def test_batches_as_their_batchify(adapter):
@@ -57,11 +61,7 @@ needs_their_code = pytest.mark.skipif(not TT_REF, reason="FAIRSEQ_TREE_REF_TT (t
 
 @pytest.fixture(scope="module")
 def tt():
-    spec = importlib.util.spec_from_file_location("authors_tree_transformer",
-                                                  ROOT / "scripts/reference/authors_tree_transformer.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load("authors_tree_transformer")
 
 
 def tt_words(tt, tmp_path, train_lines=None):
