@@ -8,23 +8,16 @@ repeats no update: the last value per update wins).
 """
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
+from fairseq_tree.evaluation.translation_runs import validations
 from fairseq_tree.utils.help_text import ArgumentParser
 
 
 def curve(log: Path, metric: str, required: bool = True) -> dict:
     """-> {updates: value} of the validations in ``log``; a log without one is an error when ``required``."""
-    points = {}
-    for line in log.read_text(errors="replace").splitlines():
-        if "valid on 'valid' subset" not in line:
-            continue
-        value = re.search(rf"\| {re.escape(metric)} ([-\d.]+)", line)
-        updates = re.search(r"\| num_updates (\d+)", line)
-        if value and updates:
-            points[int(updates.group(1))] = float(value.group(1))
+    points = {u: m[metric] for u, m in validations(log).items() if metric in m}
     if not points and required:
         raise SystemExit(f"{log}: no validation line with '{metric}'")
     return points

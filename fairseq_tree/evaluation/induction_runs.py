@@ -4,6 +4,8 @@ seeds (mean ± sample sd), the baselines once per evaluation set.
 A run is a directory ``WORK/CORPUS/ARCH_sSEED`` with its ``train.log`` (fairseq's ``Saved checkpoint`` lines give
 the selected validation: the best wsj22 UF1, and the updates there) and ``induce_SET[_joint]/scores.json``
 (``fairseq-tree-induce``). Runs without scores (still training) are listed with their updates so far.
+:func:`size_points` gathers wsj22 UF1 / UAS against each corpus's number of training sentences (what more text
+buys, issue 49), at the selected checkpoint or at a given number of updates (each run's validation there).
 
     fairseq-tree-report induction WORK > WORK/results.md
 """
@@ -14,7 +16,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from fairseq_tree.evaluation.translation_runs import saved_scores
+from fairseq_tree.evaluation.translation_runs import saved_scores, validations
 
 SETS = ("wsj22", "ptbvalid")
 _RUN = re.compile(r"^(?P<arch>.+)_s(?P<seed>\d+)$")
@@ -36,14 +38,16 @@ def _scores(run: Path, name: str) -> Optional[dict]:
 
 def run_record(run: Path) -> Dict[str, object]:
     """One run directory -> {'updates': last logged, 'best': (updates, wsj22 UF1 at validation) or None,
-    'done': bool, and per set: 'SET' / 'SET_joint' scores.json dicts (absent when not written)}."""
+    'done': bool, 'valid': {updates: {metric: value}} of its validations on wsj22, and per set: 'SET' /
+    'SET_joint' scores.json dicts (absent when not written)}."""
     log = run / "train.log"
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
     updates = re.findall(r"num_updates[ =](\d+)", text)
     saved = saved_scores(log) if log.is_file() else []
     best = max(saved, key=lambda s: (s[1], -s[0].updates)) if saved else None  # the first of equal bests
     rec: Dict[str, object] = {"updates": int(updates[-1]) if updates else 0, "done": (run / ".done").is_file(),
-                              "best": (best[0].updates, best[1]) if best else None}
+                              "best": (best[0].updates, best[1]) if best else None,
+                              "valid": validations(log) if log.is_file() else {}}
     for s in SETS:
         for suffix in ("", "_joint"):
             scores = _scores(run, f"induce_{s}{suffix}")
@@ -74,12 +78,81 @@ def _model(rec: dict, key: str, metric: str) -> Optional[float]:
     return scores["model"].get("attachment", {}).get(metric)
 
 
+def baselines_of(rows: Dict[tuple, List[dict]], name: str = "wsj22") -> dict:
+    """The trivial baselines' scores on one evaluation set, from the first run scored on it ({} when none is)."""
+    for _, recs in sorted(rows.items()):
+        for r in recs:
+            if name in r:
+                return r[name]["baselines"]
+    return {}
+
+
+def corpus_sentences(work: Path, corpus: str) -> Optional[int]:
+    """Training sentences of a corpus: the lines of ``WORK/CORPUS/text/train.txt`` (the recipe's text step writes
+    one sentence a line, none empty); None when it is not there."""
+    path = Path(work) / corpus / "text" / "train.txt"
+    if not path.is_file():
+        return None
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def size_points(rows: Dict[tuple, List[dict]], work: Path, at: Optional[int] = None) -> Dict[str, List[dict]]:
+    """wsj22 UF1 and UAS per corpus size, for each architecture (``ARCH`` of the run names, ``_code`` included):
+    ``{arch: [{'corpus', 'sentences', 'seeds': [..], 'uf1': [..], 'uas': [..]}, ...]}`` in order of sentences,
+    one value per seed. ``at=None``: the selected checkpoint's scores (``induce_wsj22/scores.json``; the per-word
+    argmax UAS); ``at=U``: each run's validation at U updates (its train.log; the validation is on wsj22). Runs
+    without those scores are left out; corpora without ``text/train.txt`` too."""
+    out: Dict[str, List[dict]] = {}
+    for (corpus, arch), recs in rows.items():
+        n = corpus_sentences(work, corpus)
+        if n is None:
+            continue
+        point = {"corpus": corpus, "sentences": n, "seeds": [], "uf1": [], "uas": []}
+        for r in recs:
+            if at is None:
+                if "wsj22" not in r:
+                    continue
+                uf1, uas = _model(r, "wsj22", "uf1"), _model(r, "wsj22", "uas")
+            else:
+                v = r["valid"].get(at)
+                if v is None or "uf1" not in v:
+                    continue
+                uf1, uas = v["uf1"], v.get("uas")
+            point["seeds"].append(r["seed"])
+            point["uf1"].append(uf1)
+            if uas is not None:
+                point["uas"].append(uas)
+        if point["seeds"]:
+            out.setdefault(arch, []).append(point)
+    for points in out.values():
+        points.sort(key=lambda p: p["sentences"])
+    return dict(sorted(out.items()))
+
+
+def size_table(points: Dict[str, List[dict]], at: Optional[int] = None, baselines: Optional[dict] = None) -> str:
+    """Markdown of :func:`size_points`: a row per architecture and corpus, mean ± sd over the seeds; a last row
+    with the right-branching UF1 and right chain UAS of ``baselines`` (:func:`baselines_of`) when given."""
+    where = f"the validation at {at:,} updates" if at else "the selected checkpoint (best wsj22 UF1)"
+    out = [f"wsj22 against the training sentences, at {where}:", "",
+           "| arch | corpus | sentences | seeds | wsj22 UF1 | wsj22 UAS |", "|---|---|---:|---|---:|---:|"]
+    for arch, pts in points.items():
+        for p in pts:
+            out.append(f"| `{arch}` | {p['corpus']} | {p['sentences']:,} | {','.join(map(str, p['seeds']))} | "
+                       f"{_mean_sd(p['uf1'])} | {_mean_sd(p['uas'])} |")
+    if baselines:
+        right, chain = baselines.get("right"), baselines.get("right_chain")
+        out.append("| right-branching / right chain | | | | " + (f"{right['sentence_f1']:.1f}" if right else "-")
+                   + " | " + (f"{chain['uas']:.1f}" if chain else "-") + " |")
+    return "\n".join(out) + "\n"
+
+
 def table(rows: Dict[tuple, List[dict]]) -> str:
     """Markdown: a row per (corpus, arch) with mean ± sd over the seeds that have scores, then the baselines."""
     head = ("| corpus | arch | seeds | updates (best / last) | wsj22 UF1 | ptb_sample/valid UF1 | wsj22 UAS argmax | "
             "wsj22 UAS Alg. 3 | wsj22 UUAS argmax |")
     out = [head, "|" + "---|" * 3 + "---|" + "---:|" * 5]
-    baselines: Dict[str, dict] = {}
+    baselines = {s: baselines_of(rows, s) for s in SETS}
     for (corpus, arch), recs in sorted(rows.items()):
         scored = [r for r in recs if "wsj22" in r]
         cells = []
@@ -90,12 +163,8 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
                            for r in recs)
         seeds = ",".join(str(r["seed"]) for r in recs)
         out.append(f"| {corpus} | `{arch}` | {seeds} | {steps} | " + " | ".join(cells) + " |")
-        for s in SETS:
-            for r in scored:
-                if s in r:
-                    baselines.setdefault(s, r[s]["baselines"])
     for name, label in (("right", "right-branching"), ("left", "left-branching"), ("random", "random trees")):
-        cells = [f"{baselines[s][name]['sentence_f1']:.1f}" if s in baselines and name in baselines[s] else "-"
+        cells = [f"{baselines[s][name]['sentence_f1']:.1f}" if name in baselines[s] else "-"
                  for s in SETS]
         out.append(f"| | {label} | | | {cells[0]} | {cells[1]} | | | |")
     for name, label in (("right_chain", "right chain"), ("left_chain", "left chain")):
@@ -107,4 +176,4 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["collect", "run_record", "table"]
+__all__ = ["baselines_of", "collect", "corpus_sentences", "run_record", "size_points", "size_table", "table"]

@@ -4,7 +4,8 @@
   both axes (Wang et al. 2019, Fig. 5);
 * :func:`plot_dependency`: p(parent | word) as a heat map, rows = words, columns = candidate parents
   (Shen et al. 2021, Fig. 5), an optional ``<root>`` column;
-* :func:`plot_tree`: a binary (or any nested-span) tree drawn with lines, leaves at the bottom.
+* :func:`plot_tree`: a binary (or any nested-span) tree drawn with lines, leaves at the bottom;
+* :func:`plot_corpus_size`: induced-tree scores against the number of training sentences (issue 49).
 
 Inputs are CPU tensors or arrays over the words of one sentence (e.g. ``InducedStructure.maps[name][b, ..., :n,
 :n]``); each function writes ``path`` and returns it.
@@ -148,4 +149,58 @@ def plot_tree(spans: Sequence[Span], words: Sequence[str], path: str, title: Opt
     return path
 
 
-__all__ = ["plot_prior_layers", "plot_dependency", "plot_tree", "tree_layout"]
+def size_series(points: Mapping[str, Sequence[Mapping]], metric: str) -> List[Tuple[str, list, list, list]]:
+    """The lines of :func:`plot_corpus_size`'s ``metric`` panel: ``[(arch, sentences, means, sds)]``, corpora
+    without values of ``metric`` left out, sd the sample sd (0 for one seed)."""
+    out = []
+    for arch, pts in points.items():
+        pts = [p for p in pts if p[metric]]
+        if pts:
+            out.append((arch, [p["sentences"] for p in pts], [float(np.mean(p[metric])) for p in pts],
+                        [float(np.std(p[metric], ddof=1)) if len(p[metric]) > 1 else 0.0 for p in pts]))
+    return out
+
+
+def plot_corpus_size(points: Mapping[str, Sequence[Mapping]], path: str, baselines: Optional[Mapping] = None,
+                     reference: Optional[int] = 39832, title: Optional[str] = None) -> str:
+    """wsj22 UF1 (left) and UAS (right) against the training sentences, log x axis: a line per architecture
+    through its corpora (mean over seeds, error bars = sample sd when there are several), the trivial baselines
+    dashed (``baselines``: ``fairseq-tree-induce``'s ``{'right': {'sentence_f1'}, 'right_chain': {'uas'}}``), and
+    a dotted vertical line at ``reference`` sentences (WSJ 02-21, what the papers train on).
+
+    points: :func:`fairseq_tree.evaluation.induction_runs.size_points`'s ``{arch: [{'sentences', 'uf1': [..],
+        'uas': [..]}, ...]}``.
+    """
+    plt = _plt()
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    sizes = [p["sentences"] for pts in points.values() for p in pts] + ([reference] if reference else [])
+    span = (min(sizes) / 2, max(sizes) * 2)  # room on a log axis for a single point
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, metric, label in zip(axes, ("uf1", "uas"), ("wsj22 UF1", "wsj22 UAS")):
+        for arch, xs, means, sds in size_series(points, metric):
+            ax.errorbar(xs, means, yerr=sds, marker="o", capsize=3, label=arch)
+        base = (baselines or {}).get("right" if metric == "uf1" else "right_chain")
+        if base:
+            value = base["sentence_f1" if metric == "uf1" else "uas"]
+            ax.axhline(value, color="gray", linestyle="--", lw=1,
+                       label=f"{'right-branching' if metric == 'uf1' else 'right chain'} {value:.1f}")
+        if reference:
+            ax.axvline(reference, color="k", linestyle=":", lw=1, label=f"WSJ 02-21 ({reference:,})")
+        ax.set_xscale("log")
+        ax.set_xlim(*span)
+        ax.set_xticks(sorted(set(sizes)))  # the corpora's sizes and the reference, written out
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("training sentences")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["plot_corpus_size", "size_series", "plot_prior_layers", "plot_dependency", "plot_tree", "tree_layout"]

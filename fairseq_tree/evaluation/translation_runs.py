@@ -1,7 +1,8 @@
 """Scores of translation runs from the files fairseq writes (no model runs here): a ``fairseq-generate`` log's
 hypotheses, references and BLEU line, sacreBLEU on detokenized output, sacreBLEU's paired bootstrap between two
-systems, a ``fairseq-train`` log's summary (updates, epochs, wall time, validation losses), and where one
-uninterrupted ``--patience`` run would have stopped (:func:`patience_stop`)."""
+systems, a ``fairseq-train`` log's summary (updates, epochs, wall time, validation losses), every metric of its
+validations (:func:`validations`), and where one uninterrupted ``--patience`` run would have stopped
+(:func:`patience_stop`)."""
 
 import re
 import statistics
@@ -122,6 +123,28 @@ def training(log: Path) -> Training:
 
 
 _SAVED = re.compile(r"Saved checkpoint \S+ \(epoch (\d+) @ (\d+) updates, score ([^)]+)\)")
+_VALID = re.compile(r"valid on 'valid' subset \| (.*)$")
+_METRIC = re.compile(r"(\w+) (-?[\d.]+(?:e[-+]?\d+)?|nan|inf)$")
+
+
+def validations(log: Path) -> Dict[int, Dict[str, float]]:
+    """Every metric of each ``valid on 'valid' subset | NAME VALUE | ...`` line of a fairseq-train log (simple
+    log format), keyed by its ``num_updates``: ``{updates: {name: value}}``. A resumed run's log may repeat an
+    update (a validation whose save a kill interrupted is redone): the later line wins."""
+    out: Dict[int, Dict[str, float]] = {}
+    _text(log)  # a missing log: RunError naming it
+    for line in Path(log).read_text(encoding="utf-8", errors="replace").splitlines():  # a killed write's bytes
+        m = _VALID.search(line)
+        if not m:
+            continue
+        metrics = {}
+        for field in m.group(1).split(" | "):
+            kv = _METRIC.match(field.strip())
+            if kv:
+                metrics[kv.group(1)] = float(kv.group(2))
+        if "num_updates" in metrics:
+            out[int(metrics.pop("num_updates"))] = metrics
+    return out
 
 
 class Stop(NamedTuple):
@@ -169,4 +192,5 @@ def mean_sd(values: Sequence[float], signed: bool = False) -> str:
 
 
 __all__ = ["RunError", "Training", "detokenize", "fairseq_bleu", "generate_lines", "mean_sd", "paired_p",
-           "patience_stop", "sacrebleu_score", "saved_scores", "Stop", "segments_seconds", "training"]
+           "patience_stop", "sacrebleu_score", "saved_scores", "Stop", "segments_seconds", "training",
+           "validations"]

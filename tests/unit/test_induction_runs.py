@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from fairseq_tree.evaluation.induction_runs import collect, table
 
 
@@ -48,3 +50,106 @@ def test_report_induction_cli(tmp_path, capsys):
     assert "| ptb | `constituent_transformer_small` | 1 | 1000/1007 | 39.5 | - |" in out
     assert main(["induction", str(tmp_path / "nowhere")]) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_table_without_scores_marks_every_baseline_missing(tmp_path):
+    _run(tmp_path, "wsj", "structformer_small_s1", [(1000, 30.0)], done=False)
+    out = table(collect(tmp_path))
+    assert "| | right-branching | | | - | - | | | |" in out
+    assert "| | right chain | | | | | - | - | - |" in out and "| | left chain | | | | | - | - | - |" in out
+
+
+def test_report_induction_help_names_its_argument_and_purpose(capsys):
+    from fairseq_tree.cli.report import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["induction", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert e.value.code == 0
+    assert "usage: fairseq-tree-report induction [-h]" in out and "[--gold-dep CONLL] WORK" in out
+    assert "the recipe's work directory (WORK/CORPUS/ARCH_sSEED runs)" in out
+    assert "the trivial baselines once; with --png, wsj22 UF1 and UAS against" in out  # the whole first paragraph
+
+
+def _valid(run, points):
+    """Append fairseq's simple-format validation lines ({updates: (uf1, uas)}) to the run's train.log."""
+    lines = [f"2026-11-28 03:50:31 | INFO | valid | epoch 023 | valid on 'valid' subset | loss 7.062 | ppl 133.58 | "
+             f"uf1 {uf1} | corpus_uf1 41.51 | uas {uas} | uuas 51.8 | wps 800.2 | num_updates {u} | best_uf1 {uf1}"
+             for u, (uf1, uas) in points.items()]
+    with open(run / "train.log", "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _text(work, corpus, n):
+    (work / corpus / "text").mkdir(parents=True, exist_ok=True)
+    (work / corpus / "text" / "train.txt").write_text("".join(f"w{k} x\n" for k in range(n)) + "\n", encoding="utf-8")
+
+
+def test_validations_every_metric_later_line_wins(tmp_path):
+    from fairseq_tree.evaluation.translation_runs import validations
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "train.log").write_text("epoch 001 | loss 5 | num_updates 900\n", encoding="utf-8")
+    _valid(run, {1000: (30.5, 20.25), 2000: (31.0, 22.0)})
+    _valid(run, {1000: (33.0, 21.0)})  # redone after a resume
+    v = validations(run / "train.log")
+    assert sorted(v) == [1000, 2000]
+    assert v[1000]["uf1"] == 33.0 and v[1000]["uas"] == 21.0 and v[2000]["uas"] == 22.0
+    assert v[2000]["loss"] == 7.062 and v[2000]["corpus_uf1"] == 41.51 and "num_updates" not in v[2000]
+
+
+def test_size_points_at_updates_and_at_the_selected_checkpoint(tmp_path):
+    from fairseq_tree.evaluation.induction_runs import size_points, size_table
+
+    _text(tmp_path, "ptb", 3)  # 3 sentences (the trailing blank line is not one)
+    _text(tmp_path, "wsj_brown", 7)
+    for corpus, seed, at5k, scores in (("ptb", 1, (35.0, 20.0), (36.0, 21.0)), ("ptb", 2, (37.0, 24.0), None),
+                                       ("wsj_brown", 1, (40.0, 30.0), (42.0, 33.0))):
+        _run(tmp_path, corpus, f"structformer_small_code_s{seed}", [(1000, 1.0)],
+             {"induce_wsj22": scores} if scores else None, done=scores is not None)
+        _valid(tmp_path / corpus / f"structformer_small_code_s{seed}", {1000: (1.0, 2.0), 5000: at5k})
+    _run(tmp_path, "wsj", "structformer_small_code_s1", [(1000, 1.0)], {"induce_wsj22": (50.0, 50.0)})  # no text/
+    _run(tmp_path, "ptb", "structformer_small_code_s3", [(1000, 1.0)], done=False)  # no validation at 5000
+    rows = collect(tmp_path)
+    pts = size_points(rows, tmp_path, at=5000)["structformer_small_code"]
+    assert [(p["corpus"], p["sentences"], p["seeds"]) for p in pts] == [("ptb", 3, [1, 2]), ("wsj_brown", 7, [1])]
+    assert pts[0]["uf1"] == [35.0, 37.0] and pts[0]["uas"] == [20.0, 24.0] and pts[1]["uas"] == [30.0]
+    sel = size_points(rows, tmp_path)["structformer_small_code"]  # scores.json: seed 2 has none
+    assert [(p["corpus"], p["seeds"], p["uf1"], p["uas"]) for p in sel] == [("ptb", [1], [36.0], [21.0]),
+                                                                           ("wsj_brown", [1], [42.0], [33.0])]
+    out = size_table(size_points(rows, tmp_path, at=5000), 5000, {"right": {"sentence_f1": 38.3},
+                                                                  "right_chain": {"uas": 30.1}})
+    # ptb: UF1 36.0 ± 1.4 (sd of 35, 37 = sqrt(2)), UAS 22.0 ± 2.8 (sd of 20, 24 = sqrt(8))
+    assert "| `structformer_small_code` | ptb | 3 | 1,2 | 36.0 ± 1.4 | 22.0 ± 2.8 |" in out
+    assert "| `structformer_small_code` | wsj_brown | 7 | 1 | 40.0 | 30.0 |" in out
+    assert "5,000 updates" in out and "| right-branching / right chain | | | | 38.3 | 30.1 |" in out
+
+
+def test_size_series_means_and_sample_sd():
+    from fairseq_tree.evaluation.plotting import size_series
+
+    pts = {"a": [{"sentences": 3, "uf1": [35.0, 37.0], "uas": []}, {"sentences": 7, "uf1": [40.0], "uas": [30.0]}]}
+    assert size_series(pts, "uf1") == [("a", [3, 7], [36.0, 40.0], [pytest.approx(2 ** 0.5), 0.0])]
+    assert size_series(pts, "uas") == [("a", [7], [30.0], [0.0])]  # the corpus without UAS left out
+
+
+def test_report_induction_corpus_size_cli(tmp_path, capsys):
+    from fairseq_tree.cli.report import main
+
+    _text(tmp_path, "ptb", 2)
+    _run(tmp_path, "ptb", "constituent_transformer_small_s1", [(1000, 35.0)], done=False)
+    _valid(tmp_path / "ptb" / "constituent_transformer_small_s1", {1000: (39.5, 10.0)})
+    # two sentences: right-branching finds the gold (1, 3) of the second and misses the first's (0, 2): UF1 50.0
+    gold = tmp_path / "gold.mrg"
+    gold.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n(S (NP (PRP it)) (VP (VBD ran) (ADVP (RB fast))))\n",
+                    encoding="utf-8")
+    png = tmp_path / "size.png"
+    assert main(["induction", str(tmp_path), "--at", "1000", "--png", str(png), "--gold", str(gold)]) == 0
+    out = capsys.readouterr().out
+    assert "still training.\n\nwsj22 against the training sentences" in out  # two tables, a blank line apart
+    assert "| `constituent_transformer_small` | ptb | 2 | 1 | 39.5 | 10.0 |" in out
+    assert "| right-branching / right chain | | | | 50.0 | - |" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["induction", str(tmp_path), "--at", "2000"]) == 2  # no validation there
+    assert "no run under" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from fairseq_tree.evaluation.translation_runs import (
     fairseq_bleu,
     generate_lines,
     mean_sd,
+    paired_p,
     sacrebleu_score,
     training,
 )
@@ -110,3 +111,23 @@ def test_the_device_of_a_log_that_printed_a_namespace():
     assert devices(namespace.format("cpu=True")) == "cpu"
     assert devices("fairseq-train bin --arch transformer --cpu\n" + namespace.format("fp16=False")) == "cpu"
     assert devices(namespace.format("cpu=False")) == "gpu"
+
+
+CASED = ["Ein Hund läuft über die Wiese.", "Zwei Männer spielen Fußball im Park.", "Eine Frau liest ein Buch.",
+         "Der Junge isst einen Apfel."]
+
+
+def test_sacrebleu_is_cased_unless_asked():
+    lower = [r.lower() for r in CASED]
+    assert sacrebleu_score(lower, CASED)[0] < 50.0  # every capital a miss
+    score, signature = sacrebleu_score(lower, CASED, lowercase=True)
+    assert score == pytest.approx(100.0) and "case:lc" in signature
+
+
+def test_paired_bootstrap_follows_the_case_option():
+    """The system differs from the references only by one lower-cased sentence: a tie with them when case is
+    ignored (BLEU 100, better than the baseline's changed words), behind the baseline when it counts."""
+    base = ["Ein Hund läuft über das Feld."] + CASED[1:]
+    system = CASED[:1] + [CASED[1].lower()] + CASED[2:]
+    cased, lowercased = paired_p(base, system, CASED, samples=200), paired_p(base, system, CASED, 200, True)
+    assert 0.0 < cased <= 1.0 and 0.0 < lowercased <= 1.0 and cased != lowercased
