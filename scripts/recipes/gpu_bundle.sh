@@ -35,7 +35,8 @@ keep = '("fairseq.libbleu", "fairseq.data.data_utils_fast", "fairseq.data.token_
 s = s.replace(anchor, f"extensions = [e for e in extensions if e.name in {keep}]  # gpu_bundle.sh\n{anchor}", 1)
 open(p, "w").write(s)
 PYEOF
-for d in ptb_sample sst; do rm -rf "$BUNDLE/shared/data/$d"; cp -r "$SHARED/data/$d" "$BUNDLE/shared/data/"; done
+# wsj22 and wsj_text: the corpus and validation set of gpu_checks.sh's `induction` phase
+for d in ptb_sample sst wsj22 wsj_text; do rm -rf "$BUNDLE/shared/data/$d"; cp -r "$SHARED/data/$d" "$BUNDLE/shared/data/"; done
 if [ -n "${ANCHOR_BIN:-}" ]; then rm -rf "$BUNDLE/anchor_bin"; cp -r "$ANCHOR_BIN" "$BUNDLE/anchor_bin"; fi
 [ -z "${ANCHOR_WORK:-}" ] || "$REPO/scripts/recipes/gpu_runs.sh" bundle "$ANCHOR_WORK" "$BUNDLE" "$SHARED"
 du -sh "$BUNDLE"

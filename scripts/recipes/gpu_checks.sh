@@ -6,6 +6,10 @@
 #
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
 #   env: BUDGET=560 (s, all phases)  PHASES="install kernels bench tests compiled parse anchor"  BUNDLE=.gpu
+#        phase `induction` (not in the default list): issue 49's paper-size rows trained on the card, below;
+#        IND_RUNS="structformer constituent_transformer" IND_VARIANT=code IND_VALIDATE=500 (updates) IND_WORK=/tmp
+#        IND_MAX_UPDATE=200000 (a run that ends by itself before the deadline is also scored: induce_wsj22/)
+#        SHARED=../shared (the data: wsj_text, wsj22, ptb_sample)
 #        phase `runs` (not in the default list): issue 30's rows trained on the card, below; ANCHOR_RUNS=tree2seq_lal
 #        ANCHOR_SEEDS="2 3" WORKERS=2 PACK_SECS=40 (s kept for packing) RUNS_DEVICE=cuda (cpu: the test's)
 #        ROWS="fp16:8192 bf16:8192 fp16:4096 bf16:4096" (bench rows: autocast dtype : target tokens)
@@ -77,6 +81,35 @@ if has anchor && [ -d "$BUNDLE/anchor_bin" ]; then
     solo=$(( ($(left) - 10) / 3 )); [ $solo -gt 45 ] && solo=45
     if [ $solo -gt 15 ]; then for_secs $solo 1; for_secs $(( $(left) - 10 )) 1 2 3 4 5 6; fi
   } > "$OUTDIR/anchor_probe.log" 2>&1
+fi
+if has induction; then
+  # Tree induction at the papers' sizes (issue 49, gpu_checklist item 2): each of IND_RUNS trained by the recipe's
+  # own command (scripts/recipes/induction_wsj.sh, CORPUS=wsj, IND_VARIANT, seed 1) on the card, all at once, until
+  # PACK_SECS before the deadline; each run's train.log comes back as induction_ARCH.log (a wsj22 validation every
+  # IND_VALIDATE updates: UF1 / UAS against updates). A paper-size checkpoint with its Adam state (~370 MB) is over
+  # what a lease returns (64 MiB): every lease trains from update 0, and its log says how far the curve got.
+  pids=(); IND_RUNS=${IND_RUNS:-structformer constituent_transformer}
+  for r in $IND_RUNS; do
+    W=${IND_WORK:-/tmp}/induction_$r; rm -rf "$W"
+    RUNS=$r SEEDS=1 VARIANTS=${IND_VARIANT:-code} CORPUS=wsj DEVICE=${RUNS_DEVICE:-cuda} VALIDATE=${IND_VALIDATE:-500} \
+      MAX_UPDATE=${IND_MAX_UPDATE:-200000} POLL=5 PYTHON=$PY setsid scripts/recipes/induction_wsj.sh \
+      "${SHARED:-../shared}" "$W" > "$W.out" 2>&1 &
+    pids+=($!)
+  done
+  until [ "$(left)" -le "${PACK_SECS:-40}" ]; do
+    alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
+  done
+  for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
+  { logs=(); for r in $IND_RUNS; do
+      W=${IND_WORK:-/tmp}/induction_$r; log=$(ls "$W"/wsj/"$r"*_s1/train.log 2>/dev/null | head -1)
+      if [ -z "$log" ]; then echo "== $r: no train.log"; tail -n 5 "$W.out"; continue; fi
+      cp "$log" "$OUTDIR/induction_$r.log"; logs+=("$OUTDIR/induction_$r.log")
+      echo "== $r: updates=$(grep -oE 'num_updates[= ][0-9]+' "$log" | tail -1 | tr -dc 0-9)"
+    done
+    [ ${#logs[@]} -gt 0 ] && $PY -m fairseq_tree.cli.report curves "${logs[@]}" --metric uf1
+    mapfile -t deps < <(grep -l "| uas " "${logs[@]}" 2>/dev/null)  # StructFormer's logs
+    [ ${#deps[@]} -gt 0 ] && $PY -m fairseq_tree.cli.report curves "${deps[@]}" --metric uas
+  } > "$OUTDIR/induction.log" 2>&1
 fi
 if has runs && [ -d "$BUNDLE/anchor_work" ]; then
   # Multi30k anchor rows (issue 30) trained on the card until the deadline, all at once, each the recipe's

@@ -19,7 +19,7 @@
 #   ptb       ptb_sample/train (3,396 sentences, WSJ 00-01)
 #   wsj       ptb + wsj_text/wsj15-18 + wsj20 (14,221; the papers' protocol: no scored sentence is trained on)
 #   wsj_all   wsj + wsj22's text (15,921; Wang et al.'s "WSJ-all": the selection set's text is trained on)
-#   wsj_brown wsj + brown (71,561; Brown is out of the WSJ domain)
+#   wsj_brown wsj + brown (71,380: 181 Brown lines without a word dropped, counted; Brown is out of the WSJ domain)
 # Validation loss on ptb_sample/valid's text; model selection (checkpoint_best) on wsj22 UF1 (--eval-treebank).
 # The papers score WSJ23, which this project does not hold: the rows are wsj22 and ptb_sample/valid.
 #

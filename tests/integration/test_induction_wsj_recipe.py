@@ -103,3 +103,35 @@ def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
         assert arg in log, arg
     assert (run / "induce_wsj22" / "scores.json").is_file()
     assert "| wsj | `structformer_tiny_code` | 1 | 3/3 |" in res.stdout
+
+
+def test_gpu_lease_induction_phase_brings_back_the_curves(shared_slice, tmp_path):
+    """scripts/recipes/gpu_checks.sh's `induction` phase (on the CPU here: RUNS_DEVICE=cpu): both runs train at once
+    by the recipe's own command (here to IND_MAX_UPDATE=4, well before the deadline: the phase ends when they do; the
+    deadline's kill is the `runs` phase's, tested in test_multi30k_anchor_recipe.py), no process is left, and their
+    logs and their UF1 / UAS curves come back in OUTDIR."""
+    import os
+    from pathlib import Path
+
+    out, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    env = dict(PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", PHASES="induction", BUDGET="280", PACK_SECS="15",
+               RUNS_DEVICE="cpu", IND_RUNS="structformer_tiny constituent_transformer_tiny", IND_VALIDATE="2",
+               IND_MAX_UPDATE="4",
+               IND_WORK=str(work), SHARED=str(shared_slice), OMP_NUM_THREADS="1", HOME=os.environ.get("HOME", "/"))
+    res = subprocess.run(["bash", str(REPO / "scripts" / "recipes" / "gpu_checks.sh"), str(out)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = (out / "induction.log").read_text(encoding="utf-8")
+    for arch in ("structformer_tiny", "constituent_transformer_tiny"):
+        log = (out / f"induction_{arch}.log").read_text(encoding="utf-8")
+        assert f"--arch {arch}" in (work / f"induction_{arch}" / "wsj" / f"{arch}_code_s1" / "flags.txt").read_text()
+        valid = [line for line in log.splitlines() if "valid on 'valid' subset" in line]
+        assert [line.split("| num_updates ")[1].split()[0] for line in valid] == ["2", "4"], log[-2000:]
+        assert f"== {arch}: updates=4\n" in summary
+    # the curves: UF1 of both runs, UAS of StructFormer's alone (constituent attention has no heads)
+    uf1, uas = summary.split("| updates | ")[1:3]
+    assert uf1.startswith("induction_structformer_tiny | induction_constituent_transformer_tiny |")
+    assert uas.startswith("induction_structformer_tiny |\n") and "\n| 2 | " in uas and "\n| 4 | " in uas
+    left = subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
