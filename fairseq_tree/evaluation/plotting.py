@@ -30,6 +30,15 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, path: str, dpi: int = 100, tight: bool = True) -> str:
+    """Write ``fig`` to ``path`` and free it (pyplot keeps every open figure); -> path."""
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def _array(x) -> np.ndarray:
     if hasattr(x, "detach"):  # torch tensor, any dtype/device
         x = x.detach().float().cpu().numpy()
@@ -71,9 +80,7 @@ def plot_prior_layers(maps: Union[Mapping[str, object], Sequence, object], words
         ax.set_yticklabels(words, fontsize=6)
     if im is not None:
         fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, tight=False)  # the colorbar spans the panels: no tight layout
 
 
 def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool] = None) -> str:
@@ -96,10 +103,7 @@ def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool
     ax.set_xlabel("parent")
     ax.set_ylabel("word")
     fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def tree_layout(spans: Sequence[Span], n: int) -> Tuple[List[Tuple[float, float]], List[Tuple[int, int]]]:
@@ -143,10 +147,7 @@ def plot_tree(spans: Sequence[Span], words: Sequence[str], path: str, title: Opt
     ax.axis("off")
     if title:
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def size_series(points: Mapping[str, Sequence[Mapping]], metric: str) -> List[Tuple[str, list, list, list]]:
@@ -197,10 +198,7 @@ def plot_corpus_size(points: Mapping[str, Sequence[Mapping]], path: str, baselin
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, dpi=110)
 
 
 __all__ = ["plot_corpus_size", "size_series", "plot_prior_layers", "plot_dependency", "plot_tree", "tree_layout"]
