@@ -16,7 +16,9 @@
 # Their batches (64 sentences, masked as their data_utils does) and optimiser (Adam lr 1e-4, (0.9, 0.98), eps 1e-9,
 # clip 1.5) as in their code. One training run keeps the model after each UPDATES count (OUT/stage_U.pt); each
 # stage is parsed by their parse code (threshold 0.8, from the top layer) and scored once (OUT/scores_U.txt); a row
-# per stage goes to OUT/rows.txt. Rerunning skips what exists (a missing stage retrains from update 0, seeded).
+# per stage goes to OUT/rows.txt. Rerunning skips what exists; a missing stage resumes from the largest stage below
+# it (weights, their Adam, random states, the batcher's place: the same stages as one uninterrupted run on CPU),
+# so a long run goes on in slices: UPDATES="1000", later UPDATES="1000 2000 5000".
 # Data adapter and the list of what differs from running their README: scripts/reference/authors_tree_transformer.py.
 set -euo pipefail
 SHARED=${1:-../shared}

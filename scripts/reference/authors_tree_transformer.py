@@ -29,9 +29,15 @@ What differs from running their README (``python3 main.py -train``, then ``-test
   3. Size: ``--layers/--d-model/--heads/--d-ff`` replace the fixed N=10, 512, 8, 2048 of ``Solver._make_model``
      (a subclass; their defaults without the flags). Their GroupAttention divides by a fixed 256 whatever d is.
   4. Updates: their loop runs ``num_step`` = the largest missing stage; the model after K updates is saved when
-     their loop asks for batch K+1 (and after the loop for the last). Their own model.pth (every 1000 steps) is
-     still written under OUT/model. A rerun with a stage missing trains again from update 0 (their optimizer is a
-     local of ``train()``), which the seed makes give the same stages on CPU.
+     their loop asks for batch K+1 (and after the loop for the last), with what resuming needs: their Adam's
+     state (their ``train()`` keeps the optimizer in a local: their solver module is given a ``torch`` whose
+     ``optim.Adam`` records the one it makes), the random states (python, numpy, torch) and the number of lines
+     their batcher has read. A rerun with a stage missing resumes from the largest stage below it: weights,
+     Adam, random states, and the training lines rotated to where the batcher stood (their batcher reads the
+     lines in order, epoch after epoch, a batch running across an epoch's end: the rotated list gives the same
+     stream), so the stages equal one uninterrupted run's on CPU. Their loop counts its steps from 0 again (its
+     prints, and its own model.pth, every 1000 steps under OUT/model, are of the resumed part). A stage written
+     before this (no resume state) is not resumed from (a run that needs it starts at update 0).
   5. Seeds: ``random``, ``numpy`` and ``torch`` are seeded (``--seed``); their code seeds nothing.
   6. Parse: the top layer is N-1 (their write_parse_tree's fixed 9 is N-1 for N=10); a batch is padded to 60 or
      to its longest sentence + 1 (their test truncates at 60 tokens, which leaves words of a sentence over 59
@@ -155,18 +161,85 @@ def their_modules(ref: str) -> types.SimpleNamespace:
 
 
 def adapter_class(their):
-    """``Words`` on top of their ``data_utils``: our vocabulary and ids, their masking and batches, and a hook
-    ``on_batch(k)`` called when their loop asks for batch k+1 (k updates done)."""
+    """``Words`` on top of their ``data_utils``: our vocabulary and ids, their masking and batches, a count of the
+    lines their batcher has read (``lines_read``), and a hook ``on_batch(k)`` called when their loop asks for
+    batch k+1 (k updates done), before that batch is drawn."""
 
     class TheirWords(Words, their.utils.data_utils):
         on_batch = staticmethod(lambda k: None)
+        lines_read = 0
+
+        def make_masked_data(self, *a, **k):  # their batcher calls it once per line it reads
+            self.lines_read += 1
+            return super().make_masked_data(*a, **k)
 
         def train_data_yielder(self):
-            for k, batch in enumerate(super().train_data_yielder()):
+            self.on_batch(0)  # before their generator starts: a resume may rotate training_data
+            batches = super().train_data_yielder()
+            k = 0
+            while True:
+                yield next(batches)
+                k += 1
                 self.on_batch(k)
-                yield batch
 
     return TheirWords
+
+
+class _Proxy:
+    """A module seen through: attributes from ``module``, except those given."""
+
+    def __init__(self, module, **override):
+        self._module = module
+        self.__dict__.update(override)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def recording_torch(torch, made: list):
+    """``torch`` for their solver module, whose ``optim.Adam`` appends each optimizer it makes to ``made``."""
+
+    class Adam(torch.optim.Adam):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    return _Proxy(torch, optim=_Proxy(torch.optim, Adam=Adam))
+
+
+def random_states() -> dict:
+    """python, numpy and torch random states, as ``torch.load(weights_only=True)`` reads them back."""
+    import numpy as np
+    import torch
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "numpy": [kind, keys.tolist(), pos, has_gauss, gauss],
+            "torch": torch.get_rng_state()}
+
+
+def set_random_states(states: dict) -> None:
+    import numpy as np
+    import torch
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = states["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(states["torch"])
+
+
+def resume_point(out: Path, missing, size: dict):
+    """The largest stage below the first missing one that holds resume state -> (K, its checkpoint), or (0, None).
+    A stage of another size is an error (a different run)."""
+    import torch
+    for path in sorted(out.glob("stage_*.pt"), key=lambda q: -int(q.stem.split("_")[1])):
+        k = int(path.stem.split("_")[1])
+        if k >= missing[0]:
+            continue
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+        if ck.get("size") != size:
+            raise SystemExit(f"{path}: a model of size {ck.get('size')}, this run's is {size}: another OUT")
+        if "resume" in ck:
+            return k, ck
+    return 0, None
 
 
 def size_of(args) -> dict:
@@ -205,10 +278,15 @@ def train(args) -> None:
     size = size_of(args)
     if size["layers"] < 3:
         raise SystemExit(f"--layers {size['layers']}: their parser reads layers 2 and up (min layer 2)")
+    start, resume = resume_point(out, missing, size)
+    if start:
+        missing = [u for u in missing if u > start]
     their = their_modules(args.ref)
     words = fairseq_words(corpus / "data-bin" / "dict.txt")
     cls = adapter_class(their)
     their.solver.data_utils = lambda a: cls(a, words)  # what their Solver.__init__ builds
+    made = []
+    their.solver.torch = recording_torch(torch, made)  # their train()'s optimizer, for the stages
 
     class Solver(their.solver.Solver):
         def _make_model(self, vocab_size, N=10, **kw):
@@ -216,19 +294,28 @@ def train(args) -> None:
                                        h=size["heads"])
 
     seed_all(args.seed)
-    solver = Solver(solver_args(out, corpus, missing[-1], args.cuda))
+    solver = Solver(solver_args(out, corpus, missing[-1] - start, args.cuda))
+    data = solver.data_utils
 
-    def save(k):
-        if k in missing:
-            path = out / f"stage_{k}.pt"
-            torch.save({"step": k, "state_dict": solver.model.state_dict(), "size": size, "seed": args.seed},
-                       f"{path}.tmp")
+    def on_batch(k):
+        if k == 0 and resume is not None:  # their model and Adam exist now; their batcher has not started
+            solver.model.load_state_dict(resume["state_dict"])
+            made[-1].load_state_dict(resume["resume"]["optimizer"])
+            data.lines_read = resume["resume"]["lines_read"]
+            p = data.lines_read % len(data.training_data)
+            data.training_data = data.training_data[p:] + data.training_data[:p]
+            set_random_states(resume["resume"]["rng"])
+        if start + k in missing:
+            path = out / f"stage_{start + k}.pt"
+            state = {"optimizer": made[-1].state_dict(), "rng": random_states(), "lines_read": data.lines_read}
+            torch.save({"step": start + k, "state_dict": solver.model.state_dict(), "size": size,
+                        "seed": args.seed, "resume": state}, f"{path}.tmp")
             os.replace(f"{path}.tmp", path)
 
-    solver.data_utils.on_batch = save
+    data.on_batch = on_batch
     solver.train()
-    save(missing[-1])
-    print(f"stages={missing} trained_to={missing[-1]} size={size}")
+    on_batch(missing[-1] - start)
+    print(f"stages={missing} trained_to={missing[-1]} size={size}" + (f" resumed_from={start}" if start else ""))
 
 
 def bracket(tree, words) -> str:

@@ -187,3 +187,36 @@ def test_tt_stage_k_is_their_model_after_k_updates(tt, tmp_path):
     lines = trees.read_text().splitlines()
     assert len(lines) == 2 and lines[1] == "(X Cat)"
     assert lines[0].replace("(X ", "").replace(")", "").split() == ["The", "cat", "sat"]
+
+
+@needs_their_code
+def test_tt_a_resumed_run_gives_the_uninterrupted_runs_stages(tt, tmp_path):
+    """Stages 1 and 5 of one run; then stage 1 alone, and a rerun asking for 3 and 5 that resumes from it (their
+    Adam, the random states, the batcher's place in the lines: 140 lines of 64-sentence batches cross an epoch's
+    end at update 3): the same weights and Adam moments, exactly, as the uninterrupted run (CPU)."""
+    import torch
+    corpus = tmp_path / "corpus"
+    (corpus / "text").mkdir(parents=True)
+    (corpus / "data-bin").mkdir()
+    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
+    words = ("the", "cat", "sat")
+    lines = [" ".join(words[(i + j) % 3] for j in range(5 + i % 11)) for i in range(140)]  # varied lines
+    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    size = ["--layers", "3", "--d-model", "16", "--heads", "2", "--d-ff", "16"]
+
+    def train(out, *updates):
+        tt.main(["train", "--corpus-dir", str(corpus), "--ref", TT_REF, "--out", str(out), "--updates",
+                 *map(str, updates), *size])
+
+    train(tmp_path / "whole", 1, 5)
+    train(tmp_path / "parts", 1)
+    train(tmp_path / "parts", 1, 3, 5)
+    whole, parts = (torch.load(tmp_path / d / "stage_5.pt", weights_only=True) for d in ("whole", "parts"))
+    assert parts["step"] == 5 and parts["resume"]["optimizer"]["state"][0]["step"] == 5  # Adam went on: 1 + 4
+    assert whole["state_dict"].keys() == parts["state_dict"].keys()
+    assert all(torch.equal(whole["state_dict"][k], v) for k, v in parts["state_dict"].items())
+    moments = [(whole["resume"]["optimizer"]["state"][i], s) for i, s in parts["resume"]["optimizer"]["state"].items()]
+    assert all(torch.equal(a["exp_avg_sq"], b["exp_avg_sq"]) for a, b in moments)
+    assert parts["resume"]["lines_read"] == whole["resume"]["lines_read"] > 140  # past the first epoch
+    one = torch.load(tmp_path / "parts" / "stage_1.pt", weights_only=True)
+    assert not torch.equal(one["state_dict"]["proj.weight"], parts["state_dict"]["proj.weight"])
