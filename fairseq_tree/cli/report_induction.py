@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from fairseq_tree.evaluation.induction_runs import baselines_of, collect, size_points, size_table, table
+from fairseq_tree.evaluation.plotting import plot_corpus_size  # matplotlib is imported when a figure is drawn
+from fairseq_tree.evaluation.unsupervised import baseline_scores, read_gold
 from fairseq_tree.utils.help_text import ArgumentParser
 
 
@@ -39,13 +41,9 @@ def main(argv=None) -> int:
             return 2
         baselines = baselines_of(rows)
         if not baselines and args.gold:
-            from fairseq_tree.evaluation.unsupervised import baseline_scores, read_gold
-
             baselines = baseline_scores(read_gold(args.gold, args.gold_dep), seeds=())
         sys.stdout.write("\n" + size_table(points, args.at, baselines))
         if args.png:
-            from fairseq_tree.evaluation.plotting import plot_corpus_size
-
             logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search, in this CLI only
             where = f"at {args.at:,} updates" if args.at else "selected checkpoints"
             plot_corpus_size(points, args.png, baselines, title=f"wsj22, {where}")
