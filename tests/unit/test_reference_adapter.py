@@ -220,3 +220,21 @@ def test_tt_a_resumed_run_gives_the_uninterrupted_runs_stages(tt, tmp_path):
     assert parts["resume"]["lines_read"] == whole["resume"]["lines_read"] > 140  # past the first epoch
     one = torch.load(tmp_path / "parts" / "stage_1.pt", weights_only=True)
     assert not torch.equal(one["state_dict"]["proj.weight"], parts["state_dict"]["proj.weight"])
+
+
+@needs_their_code
+def test_tt_our_code_rule_parse_is_their_build_tree(tt):
+    """constituent_transformer's --ca-parse-code-rule (min layer 2, threshold 0.8, inner 0.7, from the top layer)
+    gives their parse.py's build_tree brackets on 300 random link tables (uniform, and skewed to 1 as a model's
+    early links are); the sentence's own span, which the scorer leaves out, is left out of both."""
+    import numpy as np
+
+    from fairseq_tree.models.constituent_transformer import parse_links
+    their = tt.their_modules(TT_REF)
+    rng = np.random.RandomState(0)
+    for t in range(300):
+        n, layers = rng.randint(2, 15), 6
+        links = rng.beta(5, 1, size=(layers, n - 1)) if t % 2 else rng.rand(layers, n - 1)
+        theirs = {s for s in their.parse.build_tree(links, layers - 1, 0, n - 1, 0.8) if s[1] - s[0] >= 2}
+        ours = set(parse_links(links, "algorithm1", 2, 0.8, 0.7, None, layers - 1))
+        assert ours - {(0, n)} == theirs - {(0, n)}, (t, links)
