@@ -66,7 +66,7 @@ SKIP = [
                                                    "test runs this table)"),
     ("induction.md", "fairseq-tree-report curves work/induction/", "reads the log of train_induction_ptb.sh "
                                                                   "(a recipe)"),
-    ("induction.md", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
+    ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
                                                            "its test runs this table)"),
     ("README.md", "fairseq-tree-train-stanza", "trains a stanza parser at --size small (~12 minutes); the session's "
                                                "tiny model is trained by the same command with --size tiny "
