@@ -179,8 +179,8 @@ def plot_corpus_size(points: Mapping[str, Sequence[Mapping]], path: str, baselin
     span = (min(sizes) / 2, max(sizes) * 2)  # room on a log axis for a single point
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, metric, label in zip(axes, ("uf1", "uas"), ("wsj22 UF1", "wsj22 UAS")):
-        for arch, xs, means, sds in size_series(points, metric):
-            ax.errorbar(xs, means, yerr=sds, marker="o", capsize=3, label=arch)
+        for arch, xs, means, sds in size_series(points, metric):  # an arch keeps its colour in both panels
+            ax.errorbar(xs, means, yerr=sds, marker="o", capsize=3, label=arch, color=f"C{list(points).index(arch)}")
         base = (baselines or {}).get("right" if metric == "uf1" else "right_chain")
         if base:
             value = base["sentence_f1" if metric == "uf1" else "uas"]
