@@ -14,10 +14,10 @@ class RunError(ValueError):
     """A run's file is missing or not what fairseq writes; the message names it."""
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, errors: str = "strict") -> str:
     if not Path(path).is_file():
         raise RunError(f"{path}: missing (the run has not finished, or its generation failed)")
-    return Path(path).read_text(encoding="utf-8")
+    return Path(path).read_text(encoding="utf-8", errors=errors)
 
 
 def generate_lines(gen: Path, kind: str) -> List[str]:
@@ -132,8 +132,7 @@ def validations(log: Path) -> Dict[int, Dict[str, float]]:
     log format), keyed by its ``num_updates``: ``{updates: {name: value}}``. A resumed run's log may repeat an
     update (a validation whose save a kill interrupted is redone): the later line wins."""
     out: Dict[int, Dict[str, float]] = {}
-    _text(log)  # a missing log: RunError naming it
-    for line in Path(log).read_text(encoding="utf-8", errors="replace").splitlines():  # a killed write's bytes
+    for line in _text(log, errors="replace").splitlines():  # a killed write may leave broken bytes
         m = _VALID.search(line)
         if not m:
             continue

@@ -31,6 +31,14 @@ lim() {  # lim SECS cmd...: run under min(SECS, time left - 5), say how it ended
   timeout "$s" "$@"; local rc=$?; echo "### rc=$rc in $(( $(date +%s) - t ))s"
 }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
+until_deadline() {  # PID...: wait for these process groups (setsid) to end; stop them PACK_SECS before
+  # the deadline
+  local p alive
+  until [ "$(left)" -le "${PACK_SECS:-40}" ]; do
+    alive=0; for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
+  done
+  for p in "$@"; do kill -- -"$p" 2>/dev/null; done; sleep 2
+}
 quiet() { grep -v -e "^DEBUG:" -e "UserWarning: Support for mismatched" -e "key_padding_mask = _canonical_mask"; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   $PY -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
@@ -96,10 +104,7 @@ if has induction; then
       "${SHARED:-../shared}" "$W" > "$W.out" 2>&1 &
     pids+=($!)
   done
-  until [ "$(left)" -le "${PACK_SECS:-40}" ]; do
-    alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
-  done
-  for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
+  until_deadline "${pids[@]}"
   { logs=(); for r in $IND_RUNS; do
       W=${IND_WORK:-/tmp}/induction_$r; log=$(ls "$W"/wsj/"$r"*_s1/train.log 2>/dev/null | head -1)
       if [ -z "$log" ]; then echo "== $r: no train.log"; tail -n 5 "$W.out"; continue; fi
@@ -125,10 +130,7 @@ if has runs && [ -d "$BUNDLE/anchor_work" ]; then
       RUNS=$r SEEDS=$s DEVICE=${RUNS_DEVICE:-cuda} WORKERS=${WORKERS:-2} POLL=5 M30K="$BUNDLE/m30k" LAL_MODEL=none setsid \
         scripts/recipes/multi30k_anchor.sh "$W" > "/tmp/run_${r}_s$s.log" 2>&1 & pids+=($!)
     done; done
-    until [ "$(left)" -le "${PACK_SECS:-40}" ]; do
-      alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 5
-    done
-    for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done; sleep 2
+    until_deadline "${pids[@]}"
     for r in $ANCHOR_RUNS; do for s in $ANCHOR_SEEDS; do
       n=${r}_s$s; d=$(echo "$W"/ckpt/*/"$n"); [ -d "$d" ] || continue; files=(train.log flags.txt)
       # the last epoch checkpoint whose save the log records (written whole: fairseq renames it into place, and
