@@ -153,3 +153,31 @@ def test_report_induction_corpus_size_cli(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["induction", str(tmp_path), "--at", "2000"]) == 2  # no validation there
     assert "no run under" in capsys.readouterr().err
+
+
+def test_report_induction_main_returns_0_and_prefers_a_scored_runs_baselines(tmp_path, capsys):
+    """--gold is the fallback: a run scored on wsj22 gives the baselines (38.3 here), not the gold file (50.0)."""
+    from fairseq_tree.cli import report_induction
+
+    _text(tmp_path, "ptb", 2)
+    _run(tmp_path, "ptb", "structformer_small_s1", [(1000, 35.0)], {"induce_wsj22": (40.0, 20.0)})
+    gold = tmp_path / "gold.mrg"
+    gold.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n(S (NP (PRP it)) (VP (VBD ran) (ADVP (RB fast))))\n",
+                    encoding="utf-8")
+    assert report_induction.main([str(tmp_path), "--png", str(tmp_path / "f.png"), "--gold", str(gold)]) == 0
+    out = capsys.readouterr().out
+    assert "|---|---|---|---|---:|---:|---:|---:|---:|" in out  # the main table: 4 text columns, 5 numbers
+    assert "| right-branching / right chain | | | | 38.3 | 30.1 |" in out
+
+
+def test_curve_is_required_unless_asked(tmp_path):
+    from fairseq_tree.cli.report_curves import curve
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "train.log").write_text("epoch 001 | loss 5 | num_updates 900\n", encoding="utf-8")
+    _valid(run, {1000: (30.5, 20.0)})
+    assert curve(run / "train.log", "uf1") == {1000: 30.5}
+    assert curve(run / "train.log", "bleu", required=False) == {}
+    with pytest.raises(SystemExit, match="no validation line with 'bleu'"):
+        curve(run / "train.log", "bleu")
