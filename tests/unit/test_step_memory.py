@@ -24,8 +24,9 @@ def test_cpu_peak_is_the_most_bytes_alive_at_once():
 
 
 def test_cpu_peak_counts_only_growth_beyond_the_start():
-    """A 4 MiB tensor from the warm-up freed, then 1 MiB allocated: nothing grew (peak 0). Without the warm-up
-    under the profiler its free is invisible and the 1 MiB counts. A 2 MiB result kept alive counts."""
+    """A 4 MiB tensor from the warm-up freed, then 1 MiB allocated: nothing grew (peak 0). A 2 MiB result kept alive
+    counts. (Whether the profiler sees the free of a tensor made before it started depends on the process's history,
+    so no assertion rests on that.)"""
     held, kept = [], []
 
     def fn():
@@ -34,8 +35,6 @@ def test_cpu_peak_counts_only_growth_beyond_the_start():
         del tmp
 
     assert step_memory.cpu_peak_bytes(fn, warmup=lambda: held.append(torch.empty(MIB))) == 0
-    held.append(torch.empty(MIB))
-    assert step_memory.cpu_peak_bytes(fn) == MIB
     assert step_memory.cpu_peak_bytes(lambda: kept.append(torch.empty(MIB // 2))) == 2 * MIB
 
 
