@@ -23,6 +23,8 @@ Algorithm 1 children        always one layer down           down only if all lin
                                                             (``--ca-parse-code-rule``, value
                                                             ``--ca-parse-inner-threshold``)
 Algorithm 1 top layer       L - 1                           9 hard-coded (same for L = 10)
+BOS                         outside the structure           ``[CLS]`` in the link chain and the prior
+                                                            (``--ca-bos-in-chain``; its link is not parsed)
 ==========================  ==============================  ===============================================
 
 ``--no-constituent-attention`` turns the prior off (C = 1 within the sentence): the same network without the
@@ -97,14 +99,16 @@ class ConstituentTransformerEncoder(MaskedLMEncoder):
         positions t and t+1, 0 where they are not two words; 'break_probs' is the same list under the authors'
         name), extra['priors'] (list of C^l [B, T, T] fp32), extra['word_mask'] [B, T] and, if asked,
         extra['inner_states'] (list of [B, T, d], embeddings first)."""
-        word, link, allowed = structure_masks(src_tokens, self.bos, self.eos, self.pad)
+        chain, link, allowed = structure_masks(src_tokens, self.bos, self.eos, self.pad,
+                                               bos_in_chain=self.args.ca_bos_in_chain)
+        word = chain & src_tokens.ne(self.bos)
         x = self.embed(src_tokens)
         inner = [x] if return_all_hiddens else None
         a = None
         links: List[Tensor] = []
         priors: List[Tensor] = []
         for layer in self.layers:
-            x, a_new, C = layer(x, a, word, link, allowed)
+            x, a_new, C = layer(x, a, chain, link, allowed)
             if a_new is not None:
                 a = a_new
                 links.append(a)
@@ -139,6 +143,9 @@ class ConstituentTransformerModel(FromPretrained, MaskedLMModel):
           help="divisor of the neighbour link scores (eq. 5); 0 = d_model / 2 (paper); the code uses 256")
         a("--ca-code-diagonal", action="store_true",
           help="C_ii = 1 - (1 - sqrt(1e-9))^(l+1) ≈ 0 as the authors' code (paper: 1)")
+        a("--ca-bos-in-chain", action="store_true",
+          help="BOS takes part in the links, the prior and the attention as the authors' code's [CLS] (default: "
+               "outside the structure); its link to the first word is not parsed")
         a("--ca-own-norm", action="store_true",
           help="link maps read their own LayerNorm of the layer input (authors' code); default: the attention's "
                "input")
@@ -232,7 +239,7 @@ def constituent_transformer_base(args):
                         ("ca_parse_threshold", 0.8), ("ca_parse_inner_threshold", 0.7)):
         set_default(args, name, value)
     for flag in ("encoder_learned_pos", "encoder_post_norm", "no_constituent_attention", "ca_code_diagonal",
-                 "ca_own_norm", "ca_parse_code_rule"):
+                 "ca_own_norm", "ca_parse_code_rule", "ca_bos_in_chain"):
         set_default(args, flag, False)
     set_default(args, "ca_parse_layer", None)
 

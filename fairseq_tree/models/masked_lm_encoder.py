@@ -1,10 +1,12 @@
 """The masked-LM skeleton shared by ``constituent_transformer``, ``structformer`` and ``mlm_transformer``.
 
 Token layout of the ``tree_induction`` task: ``<s> w_1 .. w_n </s> <pad>..`` [B, T]. The encoder embeds tokens
-(normal(0, d^-1/2) init, pad row 0, scaled by sqrt(d) unless ``--no-scale-embedding``) and positions, runs a stack
-of layers, an optional final LayerNorm and the LM head tied to the token embeddings (fairseq's ``RobertaLMHead``;
-``--lm-head linear``: dropout and the tied projection alone, as the authors' StructFormer code). What differs
-between the three models is a hook each (as fairseq's ``TransformerEncoderBase.build_encoder_layer``):
+(normal(0, d^-1/2) init, ``--embed-init xavier`` as the authors' Tree Transformer code; pad row 0; scaled by sqrt(d)
+unless ``--no-scale-embedding``) and positions, runs a stack of layers, an optional final LayerNorm and the LM head
+tied to the token embeddings (fairseq's ``RobertaLMHead``; ``--lm-head linear``: dropout and the tied projection
+alone, as the authors' StructFormer code; ``--lm-head untied``: a Linear of its own, as the authors' Tree
+Transformer code). What differs between the three models is a hook each (as fairseq's
+``TransformerEncoderBase.build_encoder_layer``):
 
 * :meth:`MaskedLMEncoder.build_structure` -- modules built before the layers (StructFormer's parser network);
 * :meth:`MaskedLMEncoder.build_layer` -- layer ``i`` of the stack; :meth:`MaskedLMEncoder.init_layers` re-initialises
@@ -44,7 +46,10 @@ class MaskedLMEncoder(FairseqEncoder):
         d = args.encoder_embed_dim
         self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
         self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
-        nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
+        if (getattr(args, "embed_init", None) or "normal") == "xavier":  # the authors' Tree Transformer code
+            nn.init.xavier_uniform_(self.embed_tokens.weight)
+        else:
+            nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
         nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
         # the authors' StructFormer code feeds the embeddings unscaled (``--no-scale-embedding``)
         self.embed_scale = 1.0 if getattr(args, "no_scale_embedding", False) else math.sqrt(d)
@@ -54,8 +59,11 @@ class MaskedLMEncoder(FairseqEncoder):
         self.layers = nn.ModuleList([self.build_layer(args, i) for i in range(args.encoder_layers)])
         self.init_layers()
         self.final_norm = self.build_final_norm(args, d)
-        if (getattr(args, "lm_head", None) or "roberta") == "linear":
+        head = getattr(args, "lm_head", None) or "roberta"
+        if head == "linear":
             self.lm_head = TiedLinearLMHead(self.embed_tokens.weight, args.dropout)
+        elif head == "untied":
+            self.lm_head = UntiedLinearLMHead(d, len(dictionary))
         else:
             self.lm_head = RobertaLMHead(d, len(dictionary), args.activation_fn, weight=self.embed_tokens.weight)
 
@@ -115,7 +123,20 @@ class TiedLinearLMHead(nn.Module):
         return F.linear(F.dropout(x, self.dropout, self.training), self.weight) + self.bias
 
 
-LM_HEADS = ("roberta", "linear")
+class UntiedLinearLMHead(nn.Linear):
+    """``--lm-head untied``, the authors' Tree Transformer code's output layer: one Linear(d, V) of its own (xavier
+    weight, PyTorch's default bias), no dropout. x [B, T, d] -> logits [B, T, V], or [M, V] for ``masked_tokens``."""
+
+    def __init__(self, d: int, vocab: int):
+        super().__init__(d, vocab)
+        nn.init.xavier_uniform_(self.weight)
+
+    def forward(self, x: Tensor, masked_tokens: Optional[Tensor] = None) -> Tensor:
+        return super().forward(x if masked_tokens is None else x[masked_tokens, :])
+
+
+LM_HEADS = ("roberta", "linear", "untied")
+EMBED_INITS = ("normal", "xavier")
 
 
 def add_masked_lm_args(parser, **helps) -> None:
@@ -138,7 +159,11 @@ def add_masked_lm_args(parser, **helps) -> None:
       help="token embeddings not scaled by sqrt(d) (the authors' StructFormer code)")
     a("--lm-head", choices=LM_HEADS,
       help="masked-LM output: 'roberta' (dense, activation, LayerNorm, tied projection; default) or 'linear' "
-           "(dropout and the tied projection, the authors' StructFormer code)")
+           "(dropout and the tied projection, the authors' StructFormer code) or 'untied' (a Linear of its own, the "
+           "authors' Tree Transformer code)")
+    a("--embed-init", choices=EMBED_INITS,
+      help="token embeddings' init: normal(0, d^-1/2) (default, fairseq's) or xavier_uniform (the authors' Tree "
+           "Transformer code)")
 
 
 class MaskedLMModel(FairseqEncoderModel):

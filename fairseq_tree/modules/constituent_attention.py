@@ -31,7 +31,8 @@ BOS, EOS and padding: they are kept out of every link and every prior; in the at
 word keys only (the softmax runs over the sentence's words), and a BOS/EOS/pad query sees itself only (prior 1).
 So nothing but the words influences a word's representation (beyond the fixed position offset of BOS): the
 induced structure and the word logits are independent of the BOS/EOS/pad embeddings and of the padding
-length. The authors' code instead puts ``[CLS]`` into the link chain and drops its link at parse time.
+length. The authors' code instead puts ``[CLS]`` into the link chain and drops its link at parse time
+(``structure_masks(bos_in_chain=True)``: BOS takes part as a word; the parse reads the links between words only).
 
 All structure arithmetic (link scores, softmax, a, σ, C) runs in fp32 with autocast disabled, whatever the
 precision of the surrounding model (fp16, bf16 autocast); the projections producing q and k run in the
@@ -63,12 +64,15 @@ CODE_DIAG_LINK = math.sqrt(1e-9)
 
 
 # ------------------------------------------------------------------------------------------- structure
-def structure_masks(src_tokens: Tensor, bos: int, eos: int, pad: int):
+def structure_masks(src_tokens: Tensor, bos: int, eos: int, pad: int, bos_in_chain: bool = False):
     """-> (word [B, T] bool, link [B, T-1] bool, allowed [B, T, T] bool).
 
-    ``word``: positions that take part in the structure (not BOS, EOS or pad). ``link[t]``: positions t and t+1
-    are both words. ``allowed[i, j]``: query i may attend key j (both words, or i == j)."""
-    word = src_tokens.ne(bos) & src_tokens.ne(eos) & src_tokens.ne(pad)
+    ``word``: positions that take part in the structure (not BOS, EOS or pad; ``bos_in_chain``: BOS too, as the
+    authors' code's ``[CLS]``). ``link[t]``: positions t and t+1 both take part. ``allowed[i, j]``: query i may
+    attend key j (both take part, or i == j)."""
+    word = src_tokens.ne(eos) & src_tokens.ne(pad)
+    if not bos_in_chain:
+        word &= src_tokens.ne(bos)
     link = word[:, :-1] & word[:, 1:]
     T = src_tokens.size(1)
     eye = torch.eye(T, dtype=torch.bool, device=src_tokens.device)
