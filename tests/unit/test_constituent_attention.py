@@ -77,6 +77,14 @@ def test_structure_masks(dictionary):
     exp = torch.eye(5, dtype=torch.bool).repeat(2, 1, 1)
     exp[0, 1:4, 1:4] = True
     assert torch.equal(allowed, exp)
+    # the authors' [CLS] in the chain: BOS takes part (links to the first word), EOS and pad do not
+    word, link, allowed = structure_masks(src, dictionary.bos(), dictionary.eos(), dictionary.pad(),
+                                          bos_in_chain=True)
+    assert word.tolist() == [[True, True, True, True, False], [True, True, False, False, False]]
+    assert link.tolist() == [[True, True, True, False], [True, False, False, False]]
+    exp[0, :4, :4] = True
+    exp[1, :2, :2] = True
+    assert torch.equal(allowed, exp)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -336,7 +344,7 @@ def direct_links(x_in, lqk_map, word, scale, d):
     return out
 
 
-@pytest.mark.parametrize("over", [{}, {"ca_own_norm": True, "ca_link_scale": 256.0}])
+@pytest.mark.parametrize("over", [{}, {"ca_own_norm": True, "ca_link_scale": 256.0}, {"ca_bos_in_chain": True}])
 def test_model_links_and_priors_follow_the_equations(dictionary, over):
     model = tiny(dictionary, **over)
     d = model.args.encoder_embed_dim
@@ -349,6 +357,9 @@ def test_model_links_and_priors_follow_the_equations(dictionary, over):
     for h in hooks:
         h.remove()
     word = extra["word_mask"]
+    assert word.tolist() == (src.ne(dictionary.bos()) & src.ne(dictionary.eos()) & src.ne(dictionary.pad())).tolist()
+    if over.get("ca_bos_in_chain"):  # the authors' [CLS]: BOS is one more word of the chain and the prior
+        word = word | src.eq(dictionary.bos())
     scale = over.get("ca_link_scale", d / 2)
     assert model.encoder.layers[0].attn.link_scale == scale
     for b in range(src.size(0)):
@@ -515,3 +526,27 @@ def test_training_reduces_mlm_loss_and_reaches_link_maps(dictionary):
     model.zero_grad()
     losses = train_steps(model, dictionary, 30)
     assert losses[-1] < 0.6 * losses[0], losses
+
+
+def test_bos_in_chain_links_bos_but_parses_words(dictionary):
+    """--ca-bos-in-chain: the BOS-first-word link is a link (0 < a < 1 at layer 0) and word features read the BOS
+    embedding; induce() parses the links between words only, as the authors' parse.py drops [CLS]'s link. With
+    the code's diagonal, BOS's C_ii is the code value as a word's (EOS, outside the chain, keeps 1)."""
+    model = tiny(dictionary, ca_bos_in_chain=True, ca_code_diagonal=True)
+    src = batch(dictionary, SENTS[:3])
+    with torch.no_grad():
+        f, extra = model(src, features_only=True)
+        a0 = extra["link_probs"][0]
+        assert (a0[:, 0] > 0).all() and (a0[:, 0] < 1).all()
+        for l, C in enumerate(extra["priors"]):
+            assert C[:, 0, 0].tolist() == pytest.approx([code_diagonal_value(l)] * 3)
+            assert C[0, 9, 9] == 1.0  # sentence 0's EOS
+        ind = model.induce(src, method="greedy", layer=1)
+        for b, n in enumerate([8, 5, 2]):
+            assert ind.spans[b] == parse_greedy(extra["link_probs"][1][b, 1:n].numpy())
+            words_links = torch.stack([a[b, 1:n] for a in extra["link_probs"]])
+            assert torch.allclose(ind.maps["links"][b, :, :n - 1], words_links)
+        model.encoder.embed_tokens.weight[dictionary.bos()] += 1.0
+        f2, _ = model(src, features_only=True)
+    word = extra["word_mask"]
+    assert not torch.allclose(f2[word], f[word])

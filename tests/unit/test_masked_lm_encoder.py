@@ -94,3 +94,31 @@ def test_code_embedding_and_linear_head(module, arch):
         enc.embed_scale = math.sqrt(model.args.encoder_embed_dim)
         _, height_scaled, *_ = enc.parse(tok)
         assert not torch.allclose(height, height_scaled)
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_untied_head_and_xavier_embeddings(module, arch):
+    """--lm-head untied (the authors' Tree Transformer code): logits = h W^T + b with W [V, d] a parameter of its
+    own (not the embeddings), xavier-bounded, over the masked positions only when given them. --embed-init
+    xavier: |E| <= sqrt(6 / (V + d)), far below the normal init's d^-1/2 spread; the pad row stays 0."""
+    d = _dictionary()
+    torch.manual_seed(0)
+    model = module.build_standalone(d, arch, encoder_layers=1, dropout=0.0, lm_head="untied",
+                                    embed_init="xavier").eval()
+    enc = model.encoder
+    V, dim = len(d), model.args.encoder_embed_dim
+    W, E = enc.lm_head.weight, enc.embed_tokens.weight
+    assert W is not E and W.shape == (V, dim) and not torch.equal(W, E)
+    bound = math.sqrt(6 / (V + dim))
+    for w in (W, E):
+        assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound
+    assert torch.all(E[d.pad()] == 0)
+    tok = torch.tensor([[d.bos(), 4, 5, 6, d.eos()]])
+    with torch.no_grad():
+        h, _ = enc.extract_features(tok)
+        logits, _ = model(tok)
+        sel, _ = model(tok, masked_tokens=tok.eq(5))
+    ref = torch.einsum("btd,vd->btv", h, W) + enc.lm_head.bias
+    assert torch.allclose(logits, ref, atol=1e-5) and torch.allclose(sel[0], ref[0, 2], atol=1e-5)
+    grads = torch.autograd.grad(model(tok)[0].sum(), [W, E], allow_unused=True)
+    assert grads[0] is not None and not torch.equal(grads[0], grads[1])
