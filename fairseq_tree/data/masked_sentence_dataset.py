@@ -8,7 +8,10 @@ Masking (:class:`MaskPolicy`): ``num = floor(p * n + u)`` (u ~ U[0,1), so E[num]
 ``MaskTokensDataset``) of the n word positions that are not ``<unk>`` are chosen; each chosen token is left
 unchanged with probability ``leave_unmasked``, replaced by a random word (not a special symbol, not
 ``<mask>``) with probability ``random_token``, and replaced by ``<mask>`` otherwise. BOS, EOS, padding and
-``<unk>`` are never chosen. The random stream is seeded by (seed, epoch, sample index), so a sample is masked
+``<unk>`` are never chosen. ``sampling="bernoulli"`` chooses each candidate independently with probability p
+(the authors' Tree Transformer code: ``randint(0, 6) == 0`` per position, so a sentence may have none), and
+``bos_unk=True`` lets BOS and ``<unk>`` be chosen (their ``[CLS]`` and ``[UNK]`` are ordinary tokens to their
+masking). The random stream is seeded by (seed, epoch, sample index), so a sample is masked
 identically however it is batched, and validation masks are the same at every validation.
 """
 
@@ -19,6 +22,8 @@ import numpy as np
 import torch
 from fairseq.data import Dictionary, FairseqDataset, data_utils
 
+MASK_SAMPLING = ("count", "bernoulli")
+
 
 @dataclass
 class MaskPolicy:
@@ -28,6 +33,8 @@ class MaskPolicy:
     prob: float = 0.15
     leave_unmasked: float = 0.1
     random_token: float = 0.1
+    sampling: str = "count"
+    bos_unk: bool = False
 
     def check(self) -> None:
         if not 0.0 <= self.prob <= 1.0:
@@ -35,6 +42,8 @@ class MaskPolicy:
         if self.leave_unmasked < 0 or self.random_token < 0 or self.leave_unmasked + self.random_token > 1:
             raise ValueError(f"--leave-unmasked-prob + --random-token-prob must lie in [0, 1], got "
                              f"{self.leave_unmasked} + {self.random_token}")
+        if self.sampling not in MASK_SAMPLING:
+            raise ValueError(f"--mask-sampling must be one of {MASK_SAMPLING}, got {self.sampling!r}")
 
 
 def mask_sentence(tokens: np.ndarray, dictionary: Dictionary, mask_idx: int, policy: MaskPolicy,
@@ -42,15 +51,20 @@ def mask_sentence(tokens: np.ndarray, dictionary: Dictionary, mask_idx: int, pol
     """tokens [T] int (``<s> w.. </s>``) -> (masked tokens [T], target [T] with the original token at chosen
     positions and pad elsewhere)."""
     special = np.zeros(len(tokens), dtype=bool)
-    for s in (dictionary.eos(), dictionary.pad(), dictionary.unk(), dictionary.bos()):
+    never = (dictionary.eos(), dictionary.pad()) if policy.bos_unk else \
+        (dictionary.eos(), dictionary.pad(), dictionary.unk(), dictionary.bos())
+    for s in never:
         special |= tokens == s
     candidates = np.flatnonzero(~special)
     target = np.full_like(tokens, dictionary.pad())
     masked = tokens.copy()
-    num = int(policy.prob * len(candidates) + rng.random())
+    if policy.sampling == "bernoulli":
+        chosen = candidates[rng.random(len(candidates)) < policy.prob]
+    else:
+        chosen = rng.choice(candidates, size=int(policy.prob * len(candidates) + rng.random()), replace=False)
+    num = len(chosen)
     if num == 0:
         return masked, target
-    chosen = rng.choice(candidates, size=num, replace=False)
     target[chosen] = tokens[chosen]
     u = rng.random(num)
     to_mask = u >= policy.leave_unmasked + policy.random_token

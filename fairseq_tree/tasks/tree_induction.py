@@ -60,6 +60,11 @@ class TreeInductionConfig(FairseqDataclass):
         "help": "of the predicted words, fraction left unchanged (default 0.1; structformer 0)"})
     random_token_prob: Optional[float] = field(default=None, metadata={
         "help": "of the predicted words, fraction replaced by a random word (default 0.1; structformer 0)"})
+    mask_sampling: str = field(default="count", metadata={
+        "help": "count: floor(p n + u) of the n words chosen (fairseq's MaskTokensDataset); bernoulli: each word "
+                "independently with probability p (the authors' Tree Transformer code)"})
+    mask_bos_unk: bool = field(default=False, metadata={
+        "help": "BOS and <unk> may be chosen for prediction too (the authors' Tree Transformer code)"})
     max_positions: int = field(default=512, metadata={"help": "longest sentence in tokens (words + BOS + EOS)"})
     eval_treebank: Optional[str] = field(default=None, metadata={
         "help": "a .mrg treebank: the valid split becomes its words, and validation logs uf1 (and uas)"})
@@ -105,7 +110,8 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
         self.dictionary = dictionary
         self.mask_idx = dictionary.add_symbol("<mask>")
         # one policy object shared by every dataset: build_model fills in the model's defaults
-        self.policy = MaskPolicy(cfg.mask_prob, cfg.leave_unmasked_prob, cfg.random_token_prob)
+        self.policy = MaskPolicy(cfg.mask_prob, cfg.leave_unmasked_prob, cfg.random_token_prob, cfg.mask_sampling,
+                                 cfg.mask_bos_unk)
         self.eval_gold = None  # list of gold sentences of --eval-treebank, in valid-dataset order
 
     @classmethod

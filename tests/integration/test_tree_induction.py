@@ -84,9 +84,37 @@ def test_masks_are_deterministic_per_sentence_and_epoch():
     assert not torch.equal(ds[2]["masked"], a[2])  # a new epoch masks anew
 
 
+def test_bernoulli_policy_chooses_each_word_alone_bos_and_unk_included():
+    """The authors' Tree Transformer masking: each of BOS, the 38 words and the 2 <unk> (41 candidates; EOS never)
+    chosen with p = 1/7 independently: the count varies beyond {5, 6} (binomial sd 2.2), none some of the time
+    ((6/7)^41 = 0.2%: about 1 in 400), BOS and <unk> predicted at the words' rate."""
+    d, mask = _dict()
+    tokens = _sentence(d, 40, unk_at=(3, 7))
+    rng = np.random.default_rng(0)
+    policy = MaskPolicy(1 / 7, 0.1, 0.1, "bernoulli", True)
+    policy.check()
+    counts, per_pos = [], np.zeros(len(tokens))
+    for _ in range(4000):
+        masked, target = mask_sentence(tokens, d, mask, policy, rng)
+        chosen = np.flatnonzero(target != d.pad())
+        assert 41 not in chosen and masked[41] == d.eos()
+        assert (target[chosen] == tokens[chosen]).all()
+        counts.append(len(chosen))
+        per_pos[chosen] += 1
+    counts = np.array(counts)
+    assert abs(counts.mean() - 41 / 7) < 0.1 and abs(counts.std() - (41 * 1 / 7 * 6 / 7) ** 0.5) < 0.15
+    assert counts.min() <= 1 and counts.max() >= 12
+    rate = per_pos / 4000
+    for p in (0, 4, 8):  # BOS and the two <unk>
+        assert abs(rate[p] - 1 / 7) < 0.02
+    assert rate[41] == 0
+
+
 def test_policy_checks_its_values():
     with pytest.raises(ValueError, match="leave-unmasked"):
         MaskPolicy(0.15, 0.6, 0.5).check()
+    with pytest.raises(ValueError, match="mask-sampling"):
+        MaskPolicy(0.15, 0.1, 0.1, "poisson").check()
 
 
 # ---------------------------------------------------------------------------- CLIs end to end
@@ -135,7 +163,7 @@ def constituent_run(corpus, tmp_path_factory):
 
 def test_constituent_transformer_train_validate_induce(corpus, constituent_run, tmp_path):
     ckpt, log = constituent_run
-    policy = "MaskPolicy(prob=0.15, leave_unmasked=0.1, random_token=0.1)"
+    policy = "MaskPolicy(prob=0.15, leave_unmasked=0.1, random_token=0.1, sampling='count', bos_unk=False)"
     assert f"masking for constituent_transformer_tiny: {policy}" in log
     assert "gold.mrg: 60 sentences" in log
     line = _valid_line(log, 40)
@@ -192,7 +220,8 @@ def test_constituent_transformer_train_validate_induce(corpus, constituent_run, 
 def test_structformer_train_validate_induce(corpus, tmp_path):
     log = _train(corpus, "structformer_tiny", tmp_path / "ck")
     assert_safe_checkpoint(tmp_path / "ck" / "checkpoint_last.pt")
-    assert "masking for structformer_tiny: MaskPolicy(prob=0.3, leave_unmasked=0.0, random_token=0.0)" in log
+    policy = "MaskPolicy(prob=0.3, leave_unmasked=0.0, random_token=0.0, sampling='count', bos_unk=False)"
+    assert f"masking for structformer_tiny: {policy}" in log
     line = _valid_line(log, 40)
     uf1 = float(re.search(r"\| uf1 ([0-9.]+)", line).group(1))
     uas = float(re.search(r"\| uas ([0-9.]+)", line).group(1))
