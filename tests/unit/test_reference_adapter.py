@@ -4,7 +4,8 @@ fairseq-tree-score, and our dictionary's words handed to their Dictionary in ord
 scripts/reference/authors_tree_transformer.py (the authors' Tree Transformer runs): our dictionary as their
 vocabulary, their text2id/test() inputs, the evaluation's words, their dump_tree trees written for the scorer; with
 their code (FAIRSEQ_TREE_REF_TT, a local copy; skipped without), that our text2id is theirs, that the written trees
-are their build_tree brackets, and that stage_K is their model after K updates."""
+are their build_tree brackets, that stage_K is their model after K updates, and that constituent_transformer
+with the code flags computes their model given its weights."""
 
 import argparse
 import importlib.util
@@ -238,3 +239,86 @@ def test_tt_our_code_rule_parse_is_their_build_tree(tt):
         theirs = {s for s in their.parse.build_tree(links, layers - 1, 0, n - 1, 0.8) if s[1] - s[0] >= 2}
         ours = set(parse_links(links, "algorithm1", 2, 0.8, 0.7, None, layers - 1))
         assert ours - {(0, n)} == theirs - {(0, n)}, (t, links)
+
+
+@needs_their_code
+def test_tt_code_variant_is_their_model(tt):
+    """constituent_transformer with the code variant's flags (link scale 256, C_ii ~ 0, the links' own LayerNorm)
+    and --ca-bos-in-chain --lm-head untied, given their model's weights, computes their model: the links a^l of
+    every layer and the logits of [CLS] and the words, on a padded batch. Two things of theirs are swapped for
+    ours in their model (the rest runs as written): their LayerNorm (unbiased std, eps added to the std) for
+    torch's, and their positional table for fairseq's (another sinusoid layout); EOS, which their input lacks,
+    sits after our words (no word reads it)."""
+    import types
+
+    import torch
+    import torch.nn.functional as F
+    from fairseq.data import Dictionary
+
+    from fairseq_tree.models import constituent_transformer as ct
+
+    their = tt.their_modules(TT_REF)
+    words = ["the", "cat", "sat", "on", "a", "mat"]
+    d = Dictionary()
+    for w in words:
+        d.add_symbol(w)
+    dm, L = 16, 3
+    torch.manual_seed(0)
+    ours = ct.build_standalone(d, "constituent_transformer_tiny", encoder_layers=L, encoder_embed_dim=dm,
+                               encoder_attention_heads=2, encoder_ffn_embed_dim=32, ca_link_scale=256.0,
+                               ca_code_diagonal=True, ca_own_norm=True, ca_bos_in_chain=True,
+                               lm_head="untied").eval()
+    # their ids: [PAD] 0, [UNK] 1, [MASK] 2, [CLS] 3, then the words; ours: fairseq's <s> 0 <pad> 1 </s> 2 <unk> 3
+    their_of = {d.bos(): 3, d.pad(): 0, d.unk(): 1, **{d.index(w): 4 + i for i, w in enumerate(words)}}
+    model = their.solver.Solver._make_model(types.SimpleNamespace(no_cuda=True), 4 + len(words), L, d_model=dm,
+                                            d_ff=32, h=2).eval()
+    norms = [m for m in model.modules() if type(m).__name__ == "LayerNorm"]
+    assert len(norms) == 3 * L + 1  # per layer: the links', the attention's, the FFN's; the final one
+    for m in norms:  # torch's LayerNorm in place of theirs
+        m.forward = (lambda mm: lambda x: F.layer_norm(x, (dm,), mm.a_2, mm.b_2, 1e-5))(m)
+    enc = ours.encoder
+    with torch.no_grad():
+        lut, proj = model.word_embed[0].lut.weight, model.proj
+        for o, t in their_of.items():
+            enc.embed_tokens.weight[o] = lut[t]
+            enc.lm_head.weight[o] = proj.weight[t]
+            enc.lm_head.bias[o] = proj.bias[t]
+        for mine, th in zip(enc.layers, model.layers):
+            g, sa, ff = th.group_attn, th.self_attn, th.feed_forward
+            mine.attn.link_proj.weight.copy_(torch.cat([g.linear_query.weight, g.linear_key.weight]))
+            mine.attn.link_proj.bias.copy_(torch.cat([g.linear_query.bias, g.linear_key.bias]))
+            mine.attn.in_proj.weight.copy_(torch.cat([sa.linears[i].weight for i in range(3)]))
+            mine.attn.in_proj.bias.copy_(torch.cat([sa.linears[i].bias for i in range(3)]))
+            mine.attn.out_proj.load_state_dict(sa.linears[3].state_dict())
+            for norm, their_norm in ((mine.attn.link_norm, g.norm), (mine.attn_norm, th.sublayer[0].norm),
+                                     (mine.ffn_norm, th.sublayer[1].norm)):
+                norm.weight.copy_(their_norm.a_2)
+                norm.bias.copy_(their_norm.b_2)
+            mine.fc1.load_state_dict(ff.w_1.state_dict())
+            mine.fc2.load_state_dict(ff.w_2.state_dict())
+        enc.final_norm.weight.copy_(model.norm.a_2)
+        enc.final_norm.bias.copy_(model.norm.b_2)
+    sents = [words, words[1:4], words[:2]]
+    T = len(words) + 2
+    src = torch.tensor([[d.bos()] + [d.index(w) for w in s] + [d.eos()] + [d.pad()] * (T - len(s) - 2)
+                        for s in sents])
+    pos = enc.embed_positions(src)  # fairseq's table (zero rows at padding), handed to their model
+    theirs_in = torch.tensor([[their_of[int(t)] if int(t) != d.eos() else 0 for t in row] for row in src])
+    with torch.no_grad():
+        x_theirs = model.word_embed[0](theirs_in) + pos  # their Embeddings (x sqrt(d)), our positions, eval
+        mask = (theirs_in != 0).unsqueeze(-2).int()
+        group_prob, links_theirs = 0.0, []
+        for layer in model.layers:
+            x_theirs, group_prob, break_prob = layer(x_theirs, mask, group_prob)
+            links_theirs.append(break_prob)
+        logits_theirs = model.proj(model.norm(x_theirs))
+        logits, extra = ours(src)
+    chain = theirs_in != 0  # [CLS] and the words
+    for l in range(L):
+        for b, s in enumerate(sents):
+            n = len(s) + 1  # [CLS] + words
+            expected = torch.stack([links_theirs[l][b, t, t + 1] for t in range(n - 1)])
+            assert torch.allclose(extra["link_probs"][l][b, :n - 1], expected, atol=1e-5)
+    idx = torch.tensor(sorted(their_of))
+    mapped = logits_theirs[..., torch.tensor([their_of[int(o)] for o in idx])]
+    assert torch.allclose(logits[..., idx][chain], mapped[chain], atol=1e-4)
