@@ -88,13 +88,16 @@ class MaskedSentenceDataset(FairseqDataset):
     (for parsing at validation); ``ntokens`` = number of predicted tokens.
 
     ``policy`` is read at every ``__getitem__`` (the task may resolve per-model defaults after the dataset
-    is built). ``tag``, if given, is copied into every batch (the task marks its treebank batches).
+    is built). ``tag``, if given, is copied into every batch (the task marks its treebank batches). ``unsorted``:
+    :meth:`ordered_indices` is a permutation drawn from (seed, epoch), so batches hold sentences of any length
+    (the authors' Tree Transformer code); otherwise sentences are ordered by length, as fairseq's datasets.
     """
 
     def __init__(self, tokens: FairseqDataset, dictionary: Dictionary, mask_idx: int, policy: MaskPolicy,
-                 seed: int = 1, tag: Optional[str] = None):
+                 seed: int = 1, tag: Optional[str] = None, unsorted: bool = False):
         super().__init__()
         self.tag = tag
+        self.unsorted = unsorted
         self.tokens = tokens
         self.dictionary = dictionary
         self.mask_idx = mask_idx
@@ -133,6 +136,8 @@ class MaskedSentenceDataset(FairseqDataset):
         return int(self._sizes[index])
 
     def ordered_indices(self):
+        if self.unsorted:  # a stream apart from the masks' (seed, epoch, index < 2**62)
+            return np.random.default_rng((self.seed, self.epoch, 2**62)).permutation(len(self))
         return np.lexsort((np.arange(len(self)), self._sizes))  # by length, ties by index
 
     @property

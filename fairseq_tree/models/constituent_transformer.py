@@ -25,6 +25,8 @@ Algorithm 1 children        always one layer down           down only if all lin
 Algorithm 1 top layer       L - 1                           9 hard-coded (same for L = 10)
 BOS                         outside the structure           ``[CLS]`` in the link chain and the prior
                                                             (``--ca-bos-in-chain``; its link is not parsed)
+init of q/k/v, link maps    xavier over each fused map,     xavier per d x d map, default biases
+                            zero biases                     (``--ca-code-init``)
 ==========================  ==============================  ===============================================
 
 ``--no-constituent-attention`` turns the prior off (C = 1 within the sentence): the same network without the
@@ -63,13 +65,16 @@ class ConstituentTransformerLayer(nn.Module):
         self.attn = ConstituentSelfAttention(
             d, args.encoder_attention_heads, args.attention_dropout, link_scale=args.ca_link_scale,
             own_norm=args.ca_own_norm, code_diagonal=args.ca_code_diagonal,
-            enabled=not args.no_constituent_attention)
+            enabled=not args.no_constituent_attention, code_init=args.ca_code_init)
         self.attn_norm = nn.LayerNorm(d)
         self.fc1 = nn.Linear(d, args.encoder_ffn_embed_dim)
         self.fc2 = nn.Linear(args.encoder_ffn_embed_dim, d)
         for m in (self.fc1, self.fc2):
             nn.init.xavier_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
+            if args.ca_code_init:  # PyTorch's default bias, as the authors' code
+                nn.init.uniform_(m.bias, -m.in_features ** -0.5, m.in_features ** -0.5)
+            else:
+                nn.init.zeros_(m.bias)
         self.ffn_norm = nn.LayerNorm(d)
         self.activation_fn = utils.get_activation_fn(args.activation_fn)
         self.dropout, self.activation_dropout = args.dropout, args.activation_dropout
@@ -146,6 +151,9 @@ class ConstituentTransformerModel(FromPretrained, MaskedLMModel):
         a("--ca-bos-in-chain", action="store_true",
           help="BOS takes part in the links, the prior and the attention as the authors' code's [CLS] (default: "
                "outside the structure); its link to the first word is not parsed")
+        a("--ca-code-init", action="store_true",
+          help="init as the authors' code: xavier over each d x d block of the fused projections and PyTorch's "
+               "default biases (default: xavier over each projection, zero biases)")
         a("--ca-own-norm", action="store_true",
           help="link maps read their own LayerNorm of the layer input (authors' code); default: the attention's "
                "input")
@@ -239,7 +247,7 @@ def constituent_transformer_base(args):
                         ("ca_parse_threshold", 0.8), ("ca_parse_inner_threshold", 0.7)):
         set_default(args, name, value)
     for flag in ("encoder_learned_pos", "encoder_post_norm", "no_constituent_attention", "ca_code_diagonal",
-                 "ca_own_norm", "ca_parse_code_rule", "ca_bos_in_chain"):
+                 "ca_own_norm", "ca_parse_code_rule", "ca_bos_in_chain", "ca_code_init"):
         set_default(args, flag, False)
     set_default(args, "ca_parse_layer", None)
 

@@ -180,7 +180,7 @@ class ConstituentSelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, attention_dropout: float = 0.0,
                  link_scale: Optional[float] = None, own_norm: bool = False, code_diagonal: bool = False,
-                 enabled: bool = True, eps: float = LOG_EPS):
+                 enabled: bool = True, eps: float = LOG_EPS, code_init: bool = False):
         super().__init__()
         assert embed_dim % num_heads == 0
         self.d, self.h, self.dh = embed_dim, num_heads, embed_dim // num_heads
@@ -192,13 +192,23 @@ class ConstituentSelfAttention(nn.Module):
             self.link_proj = nn.Linear(embed_dim, 2 * embed_dim)
             self.link_norm = nn.LayerNorm(embed_dim) if own_norm else None
         self.attention_dropout = attention_dropout
+        self.code_init = code_init
         self.reset_parameters()
 
     def reset_parameters(self):
+        """xavier_uniform over each projection whole, zero biases; ``code_init``: as the authors' code's separate
+        Linear(d, d) maps, xavier over each d x d block (sqrt(2) and sqrt(3/2) the spread of the fused [3d, d] and
+        [2d, d]) and PyTorch's default biases U(-d^-1/2, d^-1/2)."""
         for m in self.modules():
             if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                nn.init.zeros_(m.bias)
+                if not self.code_init:
+                    nn.init.xavier_uniform_(m.weight)
+                    nn.init.zeros_(m.bias)
+                    continue
+                for block in m.weight.split(m.in_features):
+                    nn.init.xavier_uniform_(block)
+                bound = m.in_features ** -0.5
+                nn.init.uniform_(m.bias, -bound, bound)
 
     def structure(self, lqk: Tensor, a_prev: Optional[Tensor], link: Tensor, allowed: Tensor, word: Tensor,
                   layer: int) -> Tuple[Tensor, Tensor]:

@@ -65,6 +65,9 @@ class TreeInductionConfig(FairseqDataclass):
                 "independently with probability p (the authors' Tree Transformer code)"})
     mask_bos_unk: bool = field(default=False, metadata={
         "help": "BOS and <unk> may be chosen for prediction too (the authors' Tree Transformer code)"})
+    unsorted_batches: bool = field(default=False, metadata={
+        "help": "training batches of sentences in a random order, drawn afresh each epoch (the authors' Tree "
+                "Transformer code), instead of sentences of similar length"})
     max_positions: int = field(default=512, metadata={"help": "longest sentence in tokens (words + BOS + EOS)"})
     eval_treebank: Optional[str] = field(default=None, metadata={
         "help": "a .mrg treebank: the valid split becomes its words, and validation logs uf1 (and uas)"})
@@ -75,6 +78,7 @@ class TreeInductionConfig(FairseqDataclass):
     eval_keep_digits: bool = field(default=False, metadata={
         "help": "do not map words containing a digit to N (match the training text's normalisation)"})
     seed: int = II("common.seed")
+    train_subset: str = II("dataset.train_subset")
 
 
 def score_batch(structure, gold) -> dict:
@@ -178,7 +182,8 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
                 tokens = AppendTokenDataset(tokens, self.dictionary.eos())
         self.datasets[split] = MaskedSentenceDataset(
             tokens, self.dictionary, self.mask_idx, self.policy, seed=self.cfg.seed,
-            tag="treebank" if split == "valid" and self.cfg.eval_treebank else None)
+            tag="treebank" if split == "valid" and self.cfg.eval_treebank else None,
+            unsorted=self.cfg.unsorted_batches and split == self.cfg.train_subset)
         logger.info("%s: %d sentences", split, len(self.datasets[split]))
 
     def _treebank_tokens(self):

@@ -110,6 +110,25 @@ def test_bernoulli_policy_chooses_each_word_alone_bos_and_unk_included():
     assert rate[41] == 0
 
 
+def test_unsorted_batches_order_sentences_at_random_each_epoch():
+    """--unsorted-batches: ordered_indices() is a permutation drawn from (seed, epoch) (the same again for the same
+    epoch, another for the next; not the masks' stream); by default sentences go by length, ties by index."""
+    d, mask = _dict()
+    lengths = [5, 12, 3, 30, 12, 7, 9, 20] * 4
+    sents = [torch.from_numpy(_sentence(d, n)[1:]) for n in lengths]
+    ds = MaskedSentenceDataset(sents, d, mask, MaskPolicy(0.15, 0.1, 0.1), seed=3)
+    order = ds.ordered_indices()
+    assert [lengths[i] for i in order] == sorted(lengths) and list(order[:4]) == [2, 10, 18, 26]
+    rnd = MaskedSentenceDataset(sents, d, mask, MaskPolicy(0.15, 0.1, 0.1), seed=3, unsorted=True)
+    first = rnd.ordered_indices()
+    assert sorted(first) == list(range(32)) and [lengths[i] for i in first] != sorted(lengths)
+    assert np.array_equal(rnd.ordered_indices(), first)
+    rnd.set_epoch(2)
+    assert not np.array_equal(rnd.ordered_indices(), first)
+    ds.set_epoch(2)
+    assert all(torch.equal(rnd[i]["masked"], ds[i]["masked"]) for i in range(32))  # the masks are the same
+
+
 def test_policy_checks_its_values():
     with pytest.raises(ValueError, match="leave-unmasked"):
         MaskPolicy(0.15, 0.6, 0.5).check()

@@ -550,3 +550,20 @@ def test_bos_in_chain_links_bos_but_parses_words(dictionary):
         f2, _ = model(src, features_only=True)
     word = extra["word_mask"]
     assert not torch.allclose(f2[word], f[word])
+
+
+def test_code_init_is_xavier_per_map_with_default_biases():
+    """--ca-code-init: the authors' separate Linear(d, d) maps, xavier each (bound sqrt(6 / 2d)), PyTorch's
+    default biases (|b| <= d^-1/2, not 0); the default: xavier over the fused [3d, d] / [2d, d] (bound
+    sqrt(6 / 4d), sqrt(6 / 3d)) and zero biases."""
+    d = 64
+    torch.manual_seed(0)
+    code, fused = ConstituentSelfAttention(d, 4, code_init=True), ConstituentSelfAttention(d, 4)
+    for name, k in (("in_proj", 3), ("link_proj", 2), ("out_proj", 1)):
+        wc, wf = getattr(code, name).weight, getattr(fused, name).weight
+        for block in wc.split(d):
+            assert 0.95 * math.sqrt(6 / (2 * d)) < block.abs().max() <= math.sqrt(6 / (2 * d))
+        assert 0.95 * math.sqrt(6 / ((k + 1) * d)) < wf.abs().max() <= math.sqrt(6 / ((k + 1) * d))
+        bc = getattr(code, name).bias
+        assert 0.9 / math.sqrt(d) < bc.abs().max() <= 1 / math.sqrt(d)
+        assert torch.all(getattr(fused, name).bias == 0)
