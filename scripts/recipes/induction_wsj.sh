@@ -11,9 +11,10 @@
 #        ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled embeddings, linear LM
 #        head, Adam (0.9, 0.999) eps 1e-9, L2 1.2e-6, clip 0.25, fixed lr 1e-3, no warmup. Constituent attention
 #        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
-#        LayerNorm, their parse (min layer 2, the 0.7 rule), one projection as LM head, 1/7 of the words
-#        predicted, 64 sentences a batch, Adam lr 1e-4 (0.9, 0.98) eps 1e-9, no weight decay, clip 1.5, fixed lr,
-#        no warmup (what differs: their head is untied, ours tied; their sentence starts with [CLS] alone).
+#        LayerNorm, their parse (min layer 2, the 0.7 rule), [CLS] in the link chain, their untied output layer
+#        and xavier init, each word, [CLS] and [UNK] predicted with p = 1/7, 64 random sentences a batch (not
+#        sorted by length), Adam lr 1e-4 (0.9, 0.98) eps 1e-9, no weight decay, clip 1.5, fixed lr, no warmup
+#        (what differs: their LayerNorm and positional table; their sentence has no </s>, ours one no word reads).
 #
 # CORPUS (training text; words only, lower-cased, digits -> N, punctuation dropped; 10k vocabulary from it):
 #   ptb       ptb_sample/train (3,396 sentences, WSJ 00-01)
@@ -76,7 +77,8 @@ CODE_OPT+=" --weight-decay 1.2e-6"
 PAPER_OPT="--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0"
 PAPER_OPT+=" --weight-decay 0.01"
 CA_CODE_MODEL="--ca-link-scale 256 --ca-code-diagonal --ca-own-norm --ca-parse-min-layer 2 --ca-parse-code-rule"
-CA_CODE_MODEL+=" --lm-head linear --mask-prob 0.142857"
+CA_CODE_MODEL+=" --ca-bos-in-chain --lm-head untied --embed-init xavier --ca-code-init --mask-prob 0.142857"
+CA_CODE_MODEL+=" --mask-sampling bernoulli --mask-bos-unk --unsorted-batches"
 CA_CODE_OPT="--adam-betas (0.9,0.98) --adam-eps 1e-9 --lr 1e-4 --lr-scheduler fixed --warmup-updates 0 --clip-norm 1.5"
 CA_CODE_OPT+=" --weight-decay 0 --batch-size 64"
 flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)

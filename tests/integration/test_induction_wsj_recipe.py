@@ -88,10 +88,12 @@ def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
     ca = work / "wsj" / "constituent_transformer_tiny_code_s1"
     log = (ca / "train.log").read_text(encoding="utf-8")
     for arg in ("ca_link_scale=256.0", "ca_code_diagonal=True", "ca_own_norm=True", "ca_parse_min_layer=2",
-                "ca_parse_code_rule=True", "lm_head='linear'", "clip_norm=1.5", "warmup_updates=0",
-                "batch_size=64", "max_tokens=8192", "lr=[0.0001]", "adam_eps=1e-09"):
+                "ca_parse_code_rule=True", "lm_head='untied'", "clip_norm=1.5", "warmup_updates=0",
+                "batch_size=64", "max_tokens=8192", "lr=[0.0001]", "adam_eps=1e-09", "ca_bos_in_chain=True",
+                "embed_init='xavier'", "ca_code_init=True", "unsorted_batches=True"):
         assert arg in log, arg
-    assert "masking for constituent_transformer_tiny: MaskPolicy(prob=0.142857" in log
+    assert "masking for constituent_transformer_tiny: MaskPolicy(prob=0.142857, leave_unmasked=0.1, " \
+           "random_token=0.1, sampling='bernoulli', bos_unk=True)" in log
     assert (ca / "induce_wsj22" / "scores.json").is_file() and not (ca / "induce_wsj22_joint").exists()
     run = work / "wsj" / "structformer_tiny_code_s1"
     flags = (run / "flags.txt").read_text(encoding="utf-8")
