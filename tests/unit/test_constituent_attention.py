@@ -567,3 +567,12 @@ def test_code_init_is_xavier_per_map_with_default_biases():
         bc = getattr(code, name).bias
         assert 0.9 / math.sqrt(d) < bc.abs().max() <= 1 / math.sqrt(d)
         assert torch.all(getattr(fused, name).bias == 0)
+    # in the model: the flag reaches every layer's attention, and the FFN's biases are PyTorch's default too
+    wd = Dictionary()
+    model = ct.build_standalone(wd, "constituent_transformer_tiny", ca_code_init=True)
+    for layer in model.encoder.layers:
+        assert layer.attn.code_init
+        for fc in (layer.fc1, layer.fc2):
+            assert 0 < fc.bias.abs().max() <= fc.in_features ** -0.5
+    assert all(torch.all(layer.fc1.bias == 0) for layer in ct.build_standalone(wd, "constituent_transformer_tiny")
+               .encoder.layers)
