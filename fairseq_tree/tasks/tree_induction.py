@@ -68,6 +68,9 @@ class TreeInductionConfig(FairseqDataclass):
     unsorted_batches: bool = field(default=False, metadata={
         "help": "training batches of sentences in a random order, drawn afresh each epoch (the authors' Tree "
                 "Transformer code), instead of sentences of similar length"})
+    persistent_workers: bool = field(default=False, metadata={
+        "help": "keep an epoch's data workers alive after it (fairseq's default): the masks change each epoch, so "
+                "fairseq builds a new iterator each epoch and persistent workers pile up, a process per epoch"})
     max_positions: int = field(default=512, metadata={"help": "longest sentence in tokens (words + BOS + EOS)"})
     eval_treebank: Optional[str] = field(default=None, metadata={
         "help": "a .mrg treebank: the valid split becomes its words, and validation logs uf1 (and uas)"})

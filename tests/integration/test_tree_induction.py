@@ -3,9 +3,13 @@ CLIs on real data: induction text -> fairseq-preprocess --only-source -> fairseq
 on a treebank logging uf1/uas) -> fairseq-tree-induce (trees, CoNLL-U, scores, plots), with the validation's
 uf1 equal to the CLI's on the same checkpoint."""
 
+import contextlib
 import json
 import re
+import subprocess
+import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,6 +168,34 @@ def _train(corpus, arch, save, updates=40, *extra):
                 "--validate-interval-updates", str(updates), "--best-checkpoint-metric", "uf1",
                 "--maximize-best-checkpoint-metric", "--log-format", "simple", *extra)
     return proc.stdout + proc.stderr
+
+
+def _max_children(cmd, log) -> int:
+    """Run ``cmd`` (output to ``log``); the most child processes it had at once (polled every 0.2 s, /proc)."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
+        path, most = Path(f"/proc/{proc.pid}/task/{proc.pid}/children"), 0
+        while proc.poll() is None:
+            with contextlib.suppress(OSError):
+                most = max(most, len(path.read_text().split()))
+            time.sleep(0.2)
+    assert proc.returncode == 0, Path(log).read_text()[-3000:]
+    return most
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_an_epochs_data_worker_ends_with_it(corpus, tmp_path, persistent):
+    """Masks change each epoch, so fairseq builds a new batch iterator every epoch; with fairseq's persistent
+    workers each epoch's worker process stayed alive (5 epochs: 5 processes, each a copy of the data: two
+    WSJ trainings of 1,000 updates filled 24 GB). The task's default ends them; --persistent-workers keeps
+    fairseq's behaviour."""
+    most = _max_children([BIN / "fairseq-train", corpus / "bin", "--user-dir", REPO / "fairseq_tree", "--task",
+                          "tree_induction", "--arch", "constituent_transformer_tiny", "--criterion", "masked_lm",
+                          "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "64", "--max-tokens", "8192",
+                          "--max-epoch", "5", "--cpu", "--no-save", "--disable-validation", "--num-workers", "1",
+                          "--save-dir", tmp_path] + (["--persistent-workers"] if persistent else []),
+                         tmp_path / "train.log")
+    assert (most >= 4) if persistent else (most <= 2), most  # the ending epoch's worker may overlap the next one's
 
 
 def _valid_line(log, updates):
