@@ -576,3 +576,19 @@ def test_code_init_is_xavier_per_map_with_default_biases():
             assert 0 < fc.bias.abs().max() <= fc.in_features ** -0.5
     assert all(torch.all(layer.fc1.bias == 0) for layer in ct.build_standalone(wd, "constituent_transformer_tiny")
                .encoder.layers)
+
+
+def test_layer_is_the_pre_ln_block():
+    """A layer (eval): x1 = x + attn(LN_a(x)), out = x1 + fc2(gelu(fc1(LN_f(x1)))), written out from its parts."""
+    model = tiny(Dictionary())
+    layer = model.encoder.layers[0]
+    torch.manual_seed(1)
+    src = torch.tensor([[0, 4, 5, 6, 2]])
+    word, link, allowed = structure_masks(src, 0, 2, 1)
+    x = torch.randn(1, 5, model.args.encoder_embed_dim)
+    with torch.no_grad():
+        out, _, _ = layer(x, None, word, link, allowed)
+        h, _, _ = layer.attn(layer.attn_norm(x), x, None, word, link, allowed, 0)
+        x1 = x + h
+        expected = x1 + layer.fc2(F.gelu(layer.fc1(layer.ffn_norm(x1))))
+    assert torch.allclose(out, expected, atol=1e-5)
