@@ -138,6 +138,15 @@ def test_policy_checks_its_values():
         MaskPolicy(0.15, 0.6, 0.5).check()
     with pytest.raises(ValueError, match="mask-sampling"):
         MaskPolicy(0.15, 0.1, 0.1, "poisson").check()
+    # each bound alone: one negative share with a sum under 1, a rate outside [0, 1]
+    for leave, rand in ((-0.1, 0.2), (0.2, -0.1)):
+        with pytest.raises(ValueError, match="leave-unmasked"):
+            MaskPolicy(0.15, leave, rand).check()
+    for prob in (-0.01, 1.01):
+        with pytest.raises(ValueError, match="mask-prob"):
+            MaskPolicy(prob, 0.1, 0.1).check()
+    for ok in (MaskPolicy(0.0, 0.0, 0.0), MaskPolicy(1.0, 0.5, 0.5), MaskPolicy(1 / 7, 0.1, 0.1, "bernoulli")):
+        ok.check()  # the edges of the ranges are allowed
 
 
 # ---------------------------------------------------------------------------- CLIs end to end
