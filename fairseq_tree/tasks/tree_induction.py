@@ -68,6 +68,8 @@ class TreeInductionConfig(FairseqDataclass):
     unsorted_batches: bool = field(default=False, metadata={
         "help": "training batches of sentences in a random order, drawn afresh each epoch (the authors' Tree "
                 "Transformer code), instead of sentences of similar length"})
+    # read by FairseqTask.get_batch_iterator (fairseq-fixed, main); fairseq 0.12.2's iterators keep their workers
+    # whatever it says (persistent_workers=num_workers > 0): there, --num-workers 0 avoids the pile-up
     persistent_workers: bool = field(default=False, metadata={
         "help": "keep an epoch's data workers alive after it (fairseq's default): the masks change each epoch, so "
                 "fairseq builds a new iterator each epoch and persistent workers pile up, a process per epoch"})
