@@ -91,9 +91,11 @@ class MaskedLMEncoder(FairseqEncoder):
 
     # ------------------------------------------------------------------------------------------- shared
     def embed(self, src_tokens: Tensor) -> Tensor:
-        """[B, T] -> scaled token + position embeddings [B, T, d], dropout applied."""
+        """[B, T] -> scaled token + position embeddings [B, T, d], dropout applied (``--embed-dropout``, else
+        ``--dropout``)."""
         x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
-        return F.dropout(x, self.args.dropout, self.training)
+        p = getattr(self.args, "embed_dropout", None)
+        return F.dropout(x, self.args.dropout if p is None else p, self.training)
 
     def max_positions(self):
         return self.args.max_positions
@@ -161,6 +163,8 @@ def add_masked_lm_args(parser, **helps) -> None:
       help="masked-LM output: 'roberta' (dense, activation, LayerNorm, tied projection; default) or 'linear' "
            "(dropout and the tied projection, the authors' StructFormer code) or 'untied' (a Linear of its own, the "
            "authors' Tree Transformer code)")
+    a("--embed-dropout", type=float, metavar="P",
+      help="dropout on the input embeddings (default: --dropout; the authors' StructFormer code: 0)")
     a("--embed-init", choices=EMBED_INITS,
       help="token embeddings' init: normal(0, d^-1/2) (default, fairseq's) or xavier_uniform (the authors' Tree "
            "Transformer code)")

@@ -34,6 +34,7 @@ positions                       sinusoidal (not stated)     learned, 500 (``--en
 embeddings                      x sqrt(d) (not stated)      unscaled (``--no-scale-embedding``), also
                                                             into the parser
 masked-LM output                RoBERTa head (not stated)   dropout + tied linear (``--lm-head linear``)
+input embedding dropout         --dropout (not stated)      none (``--embed-dropout 0``)
 ==============================  ==========================  ============================================
 
 Parsing (``induce``): ``--sf-parse-method distance`` (default, the paper's evaluation): Algorithm 1 on τ for the

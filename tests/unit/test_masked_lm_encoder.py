@@ -122,3 +122,21 @@ def test_untied_head_and_xavier_embeddings(module, arch):
     assert torch.allclose(logits, ref, atol=1e-5) and torch.allclose(sel[0], ref[0, 2], atol=1e-5)
     grads = torch.autograd.grad(model(tok)[0].sum(), [W, E], allow_unused=True)
     assert grads[0] is not None and not torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_embed_dropout_separate_from_dropout(module, arch):
+    """--embed-dropout P drops the input embeddings with P, whatever --dropout says (the authors' StructFormer code:
+    0); unset, --dropout applies. In training mode, dropout zeroes entries and scales the rest by 1 / (1 - P)."""
+    d = _dictionary()
+    tok = torch.tensor([[d.bos()] + [4, 5, 6, 7, 8, 9] * 20 + [d.eos()]])
+    for embed_dropout, p in ((0.0, 0.0), (0.5, 0.5), (None, 0.3)):
+        model = module.build_standalone(d, arch, encoder_layers=1, dropout=0.3, embed_dropout=embed_dropout)
+        enc = model.encoder.train()
+        clean = enc.embed_scale * enc.embed_tokens(tok) + enc.embed_positions(tok)
+        torch.manual_seed(0)
+        out = enc.embed(tok)
+        kept = out.ne(0) & clean.ne(0)
+        assert torch.allclose(out[kept], clean[kept] / (1 - p))
+        dropped = (out.eq(0) & clean.ne(0)).float().mean().item()
+        assert abs(dropped - p) < 0.03, (embed_dropout, dropped)
