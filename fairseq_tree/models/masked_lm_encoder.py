@@ -1,7 +1,8 @@
 """The masked-LM skeleton shared by ``constituent_transformer``, ``structformer`` and ``mlm_transformer``.
 
 Token layout of the ``tree_induction`` task: ``<s> w_1 .. w_n </s> <pad>..`` [B, T]. The encoder embeds tokens
-(normal(0, d^-1/2) init, ``--embed-init xavier`` as the authors' Tree Transformer code; pad row 0; scaled by sqrt(d)
+(normal(0, d^-1/2) init, ``--embed-init xavier`` / ``uniform`` as the authors' Tree Transformer / StructFormer
+code; pad row 0; scaled by sqrt(d)
 unless ``--no-scale-embedding``) and positions, runs a stack of layers, an optional final LayerNorm and the LM head
 tied to the token embeddings (fairseq's ``RobertaLMHead``; ``--lm-head linear``: dropout and the tied projection
 alone, as the authors' StructFormer code; ``--lm-head untied``: a Linear of its own, as the authors' Tree
@@ -46,8 +47,11 @@ class MaskedLMEncoder(FairseqEncoder):
         d = args.encoder_embed_dim
         self.pad, self.bos, self.eos = dictionary.pad(), dictionary.bos(), dictionary.eos()
         self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=self.pad)
-        if (getattr(args, "embed_init", None) or "normal") == "xavier":  # the authors' Tree Transformer code
+        init = getattr(args, "embed_init", None) or "normal"
+        if init == "xavier":  # the authors' Tree Transformer code
             nn.init.xavier_uniform_(self.embed_tokens.weight)
+        elif init == "uniform":  # the authors' StructFormer code
+            nn.init.uniform_(self.embed_tokens.weight, -0.1, 0.1)
         else:
             nn.init.normal_(self.embed_tokens.weight, mean=0.0, std=d ** -0.5)
         nn.init.constant_(self.embed_tokens.weight[self.pad], 0.0)
@@ -55,6 +59,9 @@ class MaskedLMEncoder(FairseqEncoder):
         self.embed_scale = 1.0 if getattr(args, "no_scale_embedding", False) else math.sqrt(d)
         self.embed_positions = PositionalEmbedding(args.max_positions, d, self.pad,
                                                    learned=args.encoder_learned_pos)
+        if init == "uniform" and isinstance(self.embed_positions, nn.Embedding):  # learned: U(-0.1, 0.1) too
+            nn.init.uniform_(self.embed_positions.weight, -0.1, 0.1)
+            nn.init.constant_(self.embed_positions.weight[self.pad], 0.0)
         self.build_structure(args)
         self.layers = nn.ModuleList([self.build_layer(args, i) for i in range(args.encoder_layers)])
         self.init_layers()
@@ -138,7 +145,7 @@ class UntiedLinearLMHead(nn.Linear):
 
 
 LM_HEADS = ("roberta", "linear", "untied")
-EMBED_INITS = ("normal", "xavier")
+EMBED_INITS = ("normal", "xavier", "uniform")
 
 
 def add_masked_lm_args(parser, **helps) -> None:
@@ -166,8 +173,9 @@ def add_masked_lm_args(parser, **helps) -> None:
     a("--embed-dropout", type=float, metavar="P",
       help="dropout on the input embeddings (default: --dropout; the authors' StructFormer code: 0)")
     a("--embed-init", choices=EMBED_INITS,
-      help="token embeddings' init: normal(0, d^-1/2) (default, fairseq's) or xavier_uniform (the authors' Tree "
-           "Transformer code)")
+      help="token embeddings' init: normal(0, d^-1/2) (default, fairseq's), xavier_uniform (the authors' Tree "
+           "Transformer code) or uniform: U(-0.1, 0.1) for tokens and learned positions (the authors' StructFormer "
+           "code)")
 
 
 class MaskedLMModel(FairseqEncoderModel):

@@ -23,9 +23,9 @@ conv kernel 2W+1                not given                   9 (``--sf-conv-size`
 LayerNorm in parser (eqs. 1-3)  none                        non-affine LN before each tanh
                                                             (``--sf-parser-layernorm``)
 distance calibration            none                        shift τ by the max span margin
-                                                            (``--sf-calibrate``; taken **per sentence**
-                                                            here, the code's batch-global max is not
-                                                            offered)
+                                                            (``--sf-calibrate``, per sentence;
+                                                            ``--sf-calibrate-batch``: the code's max over
+                                                            the training batch, per sentence in eval)
 relations                       parent, dependent           + sibling (``--sf-relations
                                                             parent,dependent,sibling``)
 FFN activation                  ReLU (Vaswani et al.)       LeakyReLU (``--sf-leaky-relu``)
@@ -35,6 +35,12 @@ embeddings                      x sqrt(d) (not stated)      unscaled (``--no-sca
                                                             into the parser
 masked-LM output                RoBERTa head (not stated)   dropout + tied linear (``--lm-head linear``)
 input embedding dropout         --dropout (not stated)      none (``--embed-dropout 0``)
+FFN activation dropout          0 (not stated)              --dropout (``--activation-dropout 0.1``)
+init of q/k/v, FFN              xavier over each fused      xavier per d x d map, PyTorch's default FFN
+                                map, zero biases (not       (``--sf-code-init``)
+                                stated)
+init of embeddings, positions   normal(0, d^-1/2) (not      U(-0.1, 0.1) (``--embed-init uniform``)
+                                stated)
 ==============================  ==========================  ============================================
 
 Parsing (``induce``): ``--sf-parse-method distance`` (default, the paper's evaluation): Algorithm 1 on τ for the
@@ -83,14 +89,16 @@ class StructFormerLayer(nn.Module):
     def __init__(self, args):
         super().__init__()
         d = args.encoder_embed_dim
+        code_init = getattr(args, "sf_code_init", False)
         self.attn = DependencyAttention(d, args.encoder_attention_heads, len(_relations(args)),
-                                        args.attention_dropout)
+                                        args.attention_dropout, code_init=code_init)
         self.attn_norm = nn.LayerNorm(d)
         self.fc1 = nn.Linear(d, args.encoder_ffn_embed_dim)
         self.fc2 = nn.Linear(args.encoder_ffn_embed_dim, d)
-        for m in (self.fc1, self.fc2):
-            nn.init.xavier_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
+        if not code_init:  # xavier + zero bias; the authors' code keeps PyTorch's default Linear init here
+            for m in (self.fc1, self.fc2):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
         self.ffn_norm = nn.LayerNorm(d)
         self.activation_fn = (F.leaky_relu if args.sf_leaky_relu else utils.get_activation_fn(args.activation_fn))
         self.dropout, self.activation_dropout = args.dropout, args.activation_dropout
@@ -104,8 +112,9 @@ class StructFormerLayer(nn.Module):
 
 class StructFormerEncoder(MaskedLMEncoder):
     def build_structure(self, args) -> None:
+        calibrate = "batch" if getattr(args, "sf_calibrate_batch", False) else bool(args.sf_calibrate)
         self.parser = StructFormerParser(args.encoder_embed_dim, args.sf_conv_layers, args.sf_conv_size,
-                                         args.sf_parser_layernorm, args.sf_calibrate)
+                                         args.sf_parser_layernorm, calibrate)
         self.relations = _relations(args)
 
     def build_layer(self, args, index: int) -> nn.Module:
@@ -162,6 +171,14 @@ class StructFormerModel(FromPretrained, MaskedLMModel):
           help="non-affine LayerNorm before each tanh of the parser (authors' code; not in eqs. 1-3)")
         a("--sf-calibrate", action="store_true",
           help="the code's distance calibration (shift τ by the largest span margin), per sentence")
+        a("--sf-calibrate-batch", action="store_true",
+          help="the calibration as the authors' code trains it: in training the margin is the largest over the "
+               "whole batch (implies --sf-calibrate; evaluation and parsing stay per sentence, as the code parses "
+               "one sentence at a time)")
+        a("--sf-code-init", action="store_true",
+          help="init as the authors' code: xavier over each d x d block of the fused q/k/v map and PyTorch's "
+               "default FFN init (default: xavier over each map whole, zero biases); with --embed-init uniform "
+               "for its embeddings")
         a("--sf-relations", type=str, metavar="R,R",
           help=f"comma list of attention relations from {RELATIONS} (paper: parent,dependent)")
         a("--sf-leaky-relu", action="store_true", help="LeakyReLU FFN activation (authors' code)")
@@ -243,7 +260,8 @@ def structformer_base(args):
                         ("sf_conv_layers", 3), ("sf_conv_size", 9), ("sf_relations", "parent,dependent"),
                         ("sf_parse_method", "distance"), ("lm_head", "roberta")):
         set_default(args, name, value)
-    for flag in ("encoder_learned_pos", "sf_parser_layernorm", "sf_calibrate", "sf_leaky_relu", "no_scale_embedding"):
+    for flag in ("encoder_learned_pos", "sf_parser_layernorm", "sf_calibrate", "sf_calibrate_batch", "sf_leaky_relu",
+                 "sf_code_init", "no_scale_embedding"):
         set_default(args, flag, False)
 
 

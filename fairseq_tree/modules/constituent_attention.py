@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_tree.trees import Span, distances_to_tree, post_order
+from fairseq_tree.utils.init import xavier_per_block_
 from fairseq_tree.utils.precision import autocast_off
 
 #: log-link clamp: log(max(a, LOG_EPS)); the reference adds 1e-9 before the log.
@@ -205,8 +206,7 @@ class ConstituentSelfAttention(nn.Module):
                     nn.init.xavier_uniform_(m.weight)
                     nn.init.zeros_(m.bias)
                     continue
-                for block in m.weight.split(m.in_features):
-                    nn.init.xavier_uniform_(block)
+                xavier_per_block_(m)
                 bound = m.in_features ** -0.5
                 nn.init.uniform_(m.bias, -bound, bound)
 

@@ -32,6 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from fairseq_tree.utils.init import xavier_per_block_
 from fairseq_tree.utils.precision import autocast_off
 
 RELATIONS = ("parent", "dependent", "sibling")
@@ -59,7 +60,7 @@ class DependencyAttention(nn.Module):
     or None)``; ``attn`` is returned when ``need_weights``."""
 
     def __init__(self, embed_dim: int, num_heads: int, num_relations: int = 2, attention_dropout: float = 0.0,
-                 init_std: float = 0.1):
+                 init_std: float = 0.1, code_init: bool = False):
         super().__init__()
         assert embed_dim % num_heads == 0
         self.d, self.h, self.dh = embed_dim, num_heads, embed_dim // num_heads
@@ -67,12 +68,18 @@ class DependencyAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.rel_logits = nn.Parameter(torch.zeros(num_heads, num_relations))  # θ of eq. 13, per head
         self.attention_dropout = attention_dropout
-        self.init_std = init_std
+        self.init_std, self.code_init = init_std, code_init
         self.reset_parameters()
 
     def reset_parameters(self):
-        for m in (self.in_proj, self.out_proj):  # xavier + zero bias as the authors' code
-            nn.init.xavier_uniform_(m.weight)
+        """xavier over the fused [3d, d] q/k/v map and the out map, zero biases; ``code_init``: xavier over each
+        d x d block, as the authors' code's separate q, k, v maps (sqrt(2) the spread of the fused init, so the
+        gate's logits q.k start twice as large)."""
+        for m in (self.in_proj, self.out_proj):
+            if self.code_init:
+                xavier_per_block_(m)
+            else:
+                nn.init.xavier_uniform_(m.weight)
             nn.init.zeros_(m.bias)
         nn.init.normal_(self.rel_logits, 0.0, self.init_std)  # N(0, 0.1) as the code
 

@@ -40,7 +40,8 @@ syntactic **height** δ_i of word i ([n] per sentence).
   ``margin([i, j]) = min(relu(τ_{i-1} - max_{i<=k<=j} δ_k), relu(τ_j - max_{i<=k<=j} δ_k))`` over the spans of
   words other than the whole sentence (a sentence boundary counts as +inf: the min then takes the other side).
   The code takes the max over the **whole batch** (parses depend on batch composition); here it is taken per
-  sentence, over its own words only.
+  sentence, over its own words only (``calibrate='batch'``: the code's batch max in training, per sentence in
+  eval, where the code parses one sentence at a time).
 
 * Parsing (one sentence at a time, induce time): :func:`distance_to_spans` (Algorithm 1: split recursively at the
   largest distance, leftmost on ties, -> binary tree), :func:`heads_from_dependency` (eq. 17, the word of largest
@@ -55,7 +56,7 @@ dependency mass. All structure arithmetic is fp32 with autocast off.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -92,7 +93,7 @@ class StructFormerParser(nn.Module):
     not defined (distance: not between two words; height: not a word)."""
 
     def __init__(self, embed_dim: int, conv_layers: int = 3, conv_size: int = 9, layer_norm: bool = False,
-                 calibrate: bool = False):
+                 calibrate: Union[bool, str] = False):
         super().__init__()
         assert conv_size % 2 == 1, "the convolution kernel 2W+1 is odd"
         d = embed_dim
@@ -122,16 +123,18 @@ class StructFormerParser(nn.Module):
         distance = torch.where(split, distance.float(), 0.0)
         height = torch.where(word, height.float(), 0.0)
         if self.calibrate:
-            distance = calibrate_distance(distance, height, word, split)
+            distance = calibrate_distance(distance, height, word, split,
+                                          batch=self.calibrate == "batch" and self.training)
         return distance, height
 
 
 # ------------------------------------------------------------------------------------------- calibration
-def calibrate_distance(distance: Tensor, height: Tensor, word: Tensor, split: Tensor) -> Tensor:
+def calibrate_distance(distance: Tensor, height: Tensor, word: Tensor, split: Tensor, batch: bool = False
+                       ) -> Tensor:
     """The authors' code's distance calibration, **per sentence**: distance [B, T-1], height [B, T], word [B, T],
     split [B, T-1] -> distance - margin_b (0 where not split), margin_b = max over the word spans [i, j] (inclusive,
     not the whole sentence) of min(relu(τ_{i-1} - hmax(i, j)), relu(τ_j - hmax(i, j))), a sentence boundary being
-    +inf. O(T^2) memory."""
+    +inf; ``batch``: one margin for all, max_b margin_b (the code's training). O(T^2) memory."""
     tau, delta = _fp(distance), _fp(height)
     B, T = delta.shape
     idx = torch.arange(T, device=delta.device)
@@ -148,6 +151,8 @@ def calibrate_distance(distance: Tensor, height: Tensor, word: Tensor, split: Te
     margin = torch.where(lo & ro, torch.minimum(ml, mr), torch.where(lo, ml, mr))
     valid = upper & word[:, :, None] & word[:, None, :] & (lo | ro)
     margin = torch.where(valid, margin, 0.0).flatten(1).max(1).values  # [B], >= 0
+    if batch and B:
+        margin = margin.max().expand(B)
     return torch.where(split, tau - margin[:, None], 0.0)
 
 
