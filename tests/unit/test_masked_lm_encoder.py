@@ -140,3 +140,27 @@ def test_embed_dropout_separate_from_dropout(module, arch):
         assert torch.allclose(out[kept], clean[kept] / (1 - p))
         dropped = (out.eq(0) & clean.ne(0)).float().mean().item()
         assert abs(dropped - p) < 0.03, (embed_dropout, dropped)
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+@pytest.mark.parametrize("learned", [True, False])
+def test_uniform_embeddings_as_the_structformer_code(module, arch, learned):
+    """--embed-init uniform (the authors' StructFormer code's init_weights): token embeddings and learned positions
+    drawn from U(-0.1, 0.1) (pad rows 0); the default normal(0, d^-1/2) of d = 32 reaches far beyond 0.1 over
+    hundreds of draws. Sinusoidal positions are untouched."""
+    d = _dictionary()
+    torch.manual_seed(0)
+    model = module.build_standalone(d, arch, encoder_layers=1, embed_init="uniform", encoder_learned_pos=learned)
+    enc = model.encoder
+    tables = [enc.embed_tokens.weight] + ([enc.embed_positions.weight] if learned else [])
+    for w in tables:
+        rows = torch.cat([w[:d.pad()], w[d.pad() + 1:]])
+        assert rows.abs().max() <= 0.1 and rows.abs().max() > 0.09
+        assert abs(rows.mean().item()) < 0.01 and abs(rows.std().item() - 0.2 / math.sqrt(12)) < 0.005
+        assert torch.all(w[d.pad()] == 0)
+    if not learned:
+        assert not list(enc.embed_positions.parameters())
+    default = module.build_standalone(d, arch, encoder_layers=1, encoder_learned_pos=learned).encoder
+    assert default.embed_tokens.weight.abs().max() > 0.3  # normal(0, 32^-1/2): ~3.5 sd over ~400 draws
+    if learned:
+        assert default.embed_positions.weight.abs().max() > 0.3

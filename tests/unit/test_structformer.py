@@ -445,3 +445,67 @@ def test_padding_rows_and_attention_masks():
     ref = ref - torch.diag_embed(torch.diagonal(ref, dim1=1, dim2=2))
     torch.testing.assert_close(sib, ref)
     assert isinstance(attn, DependencyAttention)
+
+
+def test_calibration_batch_max_by_hand():
+    """--sf-calibrate-batch: the authors' code shifts every sentence by the largest margin in the batch. By hand
+    (spans other than the whole sentence, a boundary +inf): A, τ = [1.0, 0.5], δ = [0.2, 0.0, 0.3]: [0] 0.8,
+    [1] min(1.0, 0.5) = 0.5, [2] 0.2, [0,1] 0.5 - 0.2 = 0.3, [1,2] 1.0 - 0.3 = 0.7 -> 0.8; B, τ = [0.1],
+    δ = [0.0, 0.05]: [0] 0.1, [1] 0.05 -> 0.1. Per sentence: A - 0.8, B - 0.1; batch: both - 0.8."""
+    tok = torch.tensor([[0, 5, 6, 7, 2], [0, 5, 6, 2, 1]])
+    word, split = word_masks(tok, 0, 2, 1)
+    dist = torch.tensor([[0.0, 1.0, 0.5, 0.0], [0.0, 0.1, 0.0, 0.0]])
+    height = torch.tensor([[0.0, 0.2, 0.0, 0.3, 0.0], [0.0, 0.0, 0.05, 0.0, 0.0]])
+    per = calibrate_distance(dist, height, word, split)
+    batch = calibrate_distance(dist, height, word, split, batch=True)
+    torch.testing.assert_close(per, torch.tensor([[0.0, 0.2, -0.3, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+    torch.testing.assert_close(batch, torch.tensor([[0.0, 0.2, -0.3, 0.0], [0.0, -0.7, 0.0, 0.0]]))
+    torch.testing.assert_close(calibrate_distance(dist[1:], height[1:], word[1:], split[1:], batch=True), per[1:])
+
+
+@pytest.mark.parametrize("flag", ["sf_calibrate", "sf_calibrate_batch"])
+def test_calibrate_batch_in_training_only(flag):
+    """--sf-calibrate-batch: the parser's distances in training are the batch-max calibration of its raw
+    distances; in eval they are per sentence, so parses do not depend on the batch. --sf-calibrate: per sentence
+    in both."""
+    torch.manual_seed(0)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny", **{flag: True})
+    parser = model.encoder.parser
+    tok = layout([7, 3, 5], gen=torch.Generator().manual_seed(1))
+    word, split = word_masks(tok, 0, 2, 1)
+    emb = model.encoder.embed_tokens(tok)
+    with torch.no_grad():
+        calibrate, parser.calibrate = parser.calibrate, False
+        tau, delta = parser(emb, word, split)
+        parser.calibrate = calibrate
+        train_tau, _ = parser.train()(emb, word, split)
+        eval_tau, _ = parser.eval()(emb, word, split)
+    per = calibrate_distance(tau, delta, word, split)
+    torch.testing.assert_close(eval_tau, per)
+    if flag == "sf_calibrate":
+        torch.testing.assert_close(train_tau, per)
+    else:
+        torch.testing.assert_close(train_tau, calibrate_distance(tau, delta, word, split, batch=True))
+        assert not torch.allclose(train_tau, eval_tau)
+
+
+def test_code_init_spreads():
+    """--sf-code-init (the authors' code: separate q, k, v Linear(d, d) with xavier, zero biases; PyTorch's
+    default FFN Linear): each d x d block of the fused q/k/v map within sqrt(6 / 2d) and reaching past the fused
+    map's sqrt(6 / 4d); FFN weights and biases within fan_in^-1/2 with non-zero biases. Default: xavier over the
+    fused map, zero FFN biases."""
+    d = make_dict()
+    torch.manual_seed(0)
+    code = sfm.build_standalone(d, "structformer_tiny", sf_code_init=True).encoder.layers[0]
+    base = sfm.build_standalone(d, "structformer_tiny").encoder.layers[0]
+    dim = code.fc1.in_features
+    block, fused = math.sqrt(6 / (2 * dim)), math.sqrt(6 / (4 * dim))
+    for w in code.attn.in_proj.weight.split(dim):
+        assert fused < w.abs().max() <= block
+    assert base.attn.in_proj.weight.abs().max() <= fused
+    assert torch.all(code.attn.in_proj.bias == 0) and torch.all(code.attn.out_proj.bias == 0)
+    for m in (code.fc1, code.fc2):
+        bound = m.in_features ** -0.5
+        assert m.weight.abs().max() <= bound and m.bias.abs().max() <= bound and m.bias.abs().max() > 0.5 * bound
+    assert code.fc2.weight.abs().max() < math.sqrt(6 / (code.fc2.in_features + code.fc2.out_features))
+    assert torch.all(base.fc1.bias == 0) and torch.all(base.fc2.bias == 0)
