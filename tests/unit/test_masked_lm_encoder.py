@@ -164,3 +164,17 @@ def test_uniform_embeddings_as_the_structformer_code(module, arch, learned):
     assert default.embed_tokens.weight.abs().max() > 0.3  # normal(0, 32^-1/2): ~3.5 sd over ~400 draws
     if learned:
         assert default.embed_positions.weight.abs().max() > 0.3
+
+
+@pytest.mark.parametrize("module,arch", list(KEYS))
+def test_encoder_call_gives_logits_unless_features_only(module, arch):
+    """The encoder called as fairseq's masked-LM criterion calls a model's encoder: vocabulary logits [B, T, V] by
+    default, the final features [B, T, d] with features_only=True (the LM head not applied)."""
+    d = _dictionary()
+    enc = module.build_standalone(d, arch, encoder_layers=1).encoder.eval()
+    tok = torch.tensor([[d.bos(), 4, 5, 6, d.eos()]])
+    with torch.no_grad():
+        logits, _ = enc(tok)
+        feats, _ = enc(tok, features_only=True)
+        assert logits.shape == (1, 5, len(d)) and feats.shape == (1, 5, enc.args.encoder_embed_dim)
+        torch.testing.assert_close(enc.lm_head(feats), logits)
