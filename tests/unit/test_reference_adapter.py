@@ -322,3 +322,99 @@ def test_tt_code_variant_is_their_model(tt):
     idx = torch.tensor(sorted(their_of))
     mapped = logits_theirs[..., torch.tensor([their_of[int(o)] for o in idx])]
     assert torch.allclose(logits[..., idx][chain], mapped[chain], atol=1e-4)
+
+
+# ------------------------------------------- the authors' StructFormer (google-research structformer/)
+#: a local copy of google-research (the folder that holds structformer/) for the tests that run their code
+SF_REF = os.environ.get("FAIRSEQ_TREE_REF_SF")
+
+
+@pytest.mark.skipif(not SF_REF, reason="FAIRSEQ_TREE_REF_SF (their google-research structformer code) unset")
+def test_sf_code_variant_is_their_model(adapter):
+    """structformer with VARIANTS=code's flags (calibration, parser LayerNorm, LeakyReLU, learned positions,
+    attention dropout 0, unscaled embeddings, linear head) given their model's weights computes their StructFormer:
+    per sentence in eval (their parse: one sentence a batch) the distances, heights, p_D (their ``head``) and
+    logits of the words; and in training on a padded batch (dropout 0 in both; --sf-calibrate-batch, their batch-max
+    margin) the masked-LM loss and the gradient of every parameter. Their input has no BOS/EOS: our words sit one
+    position later, so our learned position table gets their rows shifted by one."""
+    import torch
+    import torch.nn.functional as F
+    from fairseq.data import Dictionary
+
+    from fairseq_tree.models import structformer as sfm
+
+    their = adapter._their(SF_REF, "structformer")
+    words = "the cat sat on a mat dog ran".split()
+    d = Dictionary()
+    for w in words:
+        d.add_symbol(w)
+    mask_idx = d.add_symbol("<mask>")
+    dm, L, H, pad = 16, 2, 2, d.pad()
+    torch.manual_seed(0)
+    ours = sfm.build_standalone(
+        d, "structformer_tiny", encoder_layers=L, encoder_embed_dim=dm, encoder_attention_heads=H,
+        encoder_ffn_embed_dim=4 * dm, sf_conv_layers=3, sf_conv_size=9, sf_calibrate=True, sf_parser_layernorm=True,
+        sf_leaky_relu=True, encoder_learned_pos=True, attention_dropout=0.0, no_scale_embedding=True,
+        lm_head="linear", sf_calibrate_batch=True, dropout=0.0, activation_dropout=0.0)
+    model = their.StructFormer(dm, L, len(d), nhead=H, dropout=0.0, dropatt=0.0, relative_bias=False, pos_emb=True,
+                               pad=pad, n_parser_layers=3, conv_size=9, relations=["head", "child"],
+                               weight_act="softmax")
+    enc, P = ours.encoder, ours.encoder.parser
+    pairs = [(P.convs[i], model.parser_layers[i][0].conv) for i in range(3)] + [
+        (P.distance_out, model.distance_ff[3]), (P.height_hidden, model.height_ff[0]),
+        (P.height_out, model.height_ff[3])]
+    for mine, th in zip(enc.layers, model.layers):
+        pairs += [(mine.attn.out_proj, th.self_attn.out_proj), (mine.attn_norm, th.norm),
+                  (mine.ffn_norm, th.feedforward[0]), (mine.fc1, th.feedforward[1]), (mine.fc2, th.feedforward[4])]
+    pairs.append((enc.final_norm, model.norm))
+    with torch.no_grad():
+        for mine, th in pairs:
+            mine.load_state_dict(th.state_dict())
+        enc.embed_tokens.weight.copy_(model.emb.weight)
+        enc.embed_positions.weight[pad + 2:pad + 2 + 20] = model.pos_emb.weight[:20]
+        w = model.distance_ff[0].conv.weight  # [d, d, 2] over (s_k, s_k+1) -> Linear(2d, d) over [s_k; s_k+1]
+        P.distance_hidden.weight.copy_(torch.cat([w[:, :, 0], w[:, :, 1]], 1))
+        P.distance_hidden.bias.copy_(model.distance_ff[0].conv.bias)
+        P.log_scale.copy_(model._scaler)
+        for i, (mine, th) in enumerate(zip(enc.layers, model.layers)):
+            a = th.self_attn
+            mine.attn.in_proj.weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
+            mine.attn.in_proj.bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
+            mine.attn.rel_logits.copy_(model._rel_weight[i])
+        enc.lm_head.bias.copy_(model.output_layer.bias)
+    sents = [words, words[1:5], words[:2], words[2:7]]
+    T = len(words)
+    x = torch.tensor([[d.index(w) for w in s] + [pad] * (T - len(s)) for s in sents])  # theirs: words only
+    src = torch.cat([torch.full((len(sents), 1), d.bos()), x, torch.full((len(sents), 1), pad)], 1)
+    for b, s in enumerate(sents):
+        src[b, len(s) + 1] = d.eos()
+    ours.eval(), model.eval()
+    with torch.no_grad():
+        for b, s in enumerate(sents):
+            n = len(s)
+            out, st = model(x[b:b + 1, :n], torch.arange(n)[None])
+            logits, extra = ours(src[b:b + 1, :n + 2])
+            torch.testing.assert_close(extra["distance"][0, 1:n], st["distance"][0, :n - 1], atol=1e-5, rtol=0)
+            torch.testing.assert_close(extra["height"][0, 1:n + 1], st["height"][0], atol=1e-5, rtol=0)
+            torch.testing.assert_close(extra["dependency"][0, 1:n + 1, 1:n + 1], st["head"][0], atol=1e-5, rtol=0)
+            torch.testing.assert_close(logits[0, 1:n + 1], out, atol=1e-5, rtol=0)
+    ours.train(), model.train()
+    chosen = (torch.arange(T) % 3 == 1)[None, :] & (x != pad)
+    target = x.masked_fill(~chosen, pad)
+    out, _ = model(x.masked_fill(chosen, mask_idx), torch.arange(T)[None])
+    theirs_loss = F.cross_entropy(out, target.reshape(-1), ignore_index=pad)
+    src_in = src.clone()
+    src_in[:, 1:T + 1] = x.masked_fill(chosen, mask_idx)
+    logits, _ = ours(src_in)
+    ours_loss = F.cross_entropy(logits[:, 1:T + 1].reshape(-1, len(d)), target.reshape(-1), ignore_index=pad)
+    torch.testing.assert_close(ours_loss, theirs_loss)
+    theirs_loss.backward()
+    ours_loss.backward()
+    grads = [(enc.embed_tokens.weight, model.emb.weight.grad), (P.log_scale, model._scaler.grad),
+             (enc.lm_head.bias, model.output_layer.bias.grad)]
+    grads += [(mine.weight, th.weight.grad) for mine, th in pairs]
+    grads += [(mine.attn.rel_logits, model._rel_weight.grad[i]) for i, mine in enumerate(enc.layers)]
+    for mine, expected in grads:
+        torch.testing.assert_close(mine.grad, expected, atol=1e-6, rtol=1e-4)
+    torch.testing.assert_close(P.distance_hidden.weight.grad[:, :dm], model.distance_ff[0].conv.weight.grad[:, :, 0])
+    torch.testing.assert_close(enc.embed_positions.weight.grad[pad + 2:pad + 2 + T], model.pos_emb.weight.grad[:T])
