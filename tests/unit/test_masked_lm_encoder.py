@@ -161,7 +161,9 @@ def test_uniform_embeddings_as_the_structformer_code(module, arch, learned):
     if not learned:
         assert not list(enc.embed_positions.parameters())
     default = module.build_standalone(d, arch, encoder_layers=1, encoder_learned_pos=learned).encoder
-    assert default.embed_tokens.weight.abs().max() > 0.3  # normal(0, 32^-1/2): ~3.5 sd over ~400 draws
+    E = default.embed_tokens.weight
+    assert E.abs().max() > 0.3  # normal(0, d^-1/2): ~3.5 sd over ~400 draws
+    assert abs(E[E.ne(0).any(1)].std().item() * math.sqrt(E.size(1)) - 1) < 0.1  # sd d^-1/2 (d = 32: 0.18)
     if learned:
         assert default.embed_positions.weight.abs().max() > 0.3
 

@@ -509,3 +509,28 @@ def test_code_init_spreads():
         assert m.weight.abs().max() <= bound and m.bias.abs().max() <= bound and m.bias.abs().max() > 0.5 * bound
     assert code.fc2.weight.abs().max() < math.sqrt(6 / (code.fc2.in_features + code.fc2.out_features))
     assert torch.all(base.fc1.bias == 0) and torch.all(base.fc2.bias == 0)
+
+
+def test_dependency_attention_default_init_is_fused_xavier():
+    """DependencyAttention built alone (not through the model's flags): xavier over the fused [3d, d] map."""
+    torch.manual_seed(0)
+    attn = DependencyAttention(32, 2)
+    assert attn.in_proj.weight.abs().max() <= math.sqrt(6 / (4 * 32))
+    assert attn.in_proj.weight.abs().max() > 0.95 * math.sqrt(6 / (4 * 32))
+
+
+def test_layer_is_the_pre_ln_block():
+    """A layer (eval): x1 = x + attn(LN_a(x)), out = x1 + fc2(relu(fc1(LN_f(x1)))) (paper Section 5: pre-LN as T5),
+    written out from its parts."""
+    torch.manual_seed(0)
+    model = sfm.build_standalone(make_dict(), "structformer_tiny").eval()
+    layer, enc = model.encoder.layers[0], model.encoder
+    tok = layout([5, 3], gen=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        _, _, p_D, _, word = enc.parse(tok)
+        rel = dependency_relations(p_D, enc.relations)
+        x = torch.randn(2, tok.size(1), model.args.encoder_embed_dim)
+        out = layer(x, rel, word)
+        x1 = x + layer.attn(layer.attn_norm(x), rel, word)[0]
+        expected = x1 + layer.fc2(F.relu(layer.fc1(layer.ffn_norm(x1))))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=0)
