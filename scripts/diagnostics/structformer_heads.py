@@ -2,7 +2,8 @@
 p_D (eq. 17, the paper's and the authors' evaluation) and from its column (the arcs of the model reversed: the
 word that puts most of its parent mass on i), the mass eq. 12 drops on the word itself (the root mass), and the
 mean height rank of each gold POS (0 = lowest word of its sentence, 1 = highest; in the gold Stanford trees nouns
-head their determiners, so a model whose DT rank is above NN's attaches nouns to determiners).
+head their determiners, so a model whose DT rank is above NN's attaches nouns to determiners), and each layer's
+mean weight on the parent relation (eq. 13's softmax, over its heads; the rest is on the dependents).
 
     python scripts/diagnostics/structformer_heads.py CKPT --treebank wsj22.mrg --deps wsj22.sd.conll [--limit N]
 
@@ -45,7 +46,16 @@ def diagnose(model, task, gold, tags):
             rank[t].append(float(r))
     return {"sentences": len(truth), "uas_rows": attachment(truth, rows), "uas_columns": attachment(truth, cols),
             "root_mass_per_word": round(float(np.mean(root_mass)), 3),
-            "height_rank": {t: round(float(np.mean(rank[t])), 2) for t in POS if rank[t]}}
+            "height_rank": {t: round(float(np.mean(rank[t])), 2) for t in POS if rank[t]},
+            "parent_weight": parent_weights(model)}
+
+
+def parent_weights(model):
+    """Each layer's eq. 13 weight on the parent relation, mean over its heads (None without that relation)."""
+    if "parent" not in model.encoder.relations:
+        return None
+    r = model.encoder.relations.index("parent")
+    return [round(float(layer.attn.relation_weights.detach()[:, r].mean()), 2) for layer in model.encoder.layers]
 
 
 def main(argv=None):
