@@ -173,8 +173,8 @@ class StructFormerModel(FromPretrained, MaskedLMModel):
           help="the code's distance calibration (shift τ by the largest span margin), per sentence")
         a("--sf-calibrate-batch", action="store_true",
           help="the calibration as the authors' code trains it: in training the margin is the largest over the "
-               "whole batch (implies --sf-calibrate; evaluation and parsing stay per sentence, as the code parses "
-               "one sentence at a time)")
+               "whole batch (each process's own under distributed training; implies --sf-calibrate; evaluation "
+               "and parsing stay per sentence, as the code parses one sentence at a time)")
         a("--sf-code-init", action="store_true",
           help="init as the authors' code: xavier over each d x d block of the fused q/k/v map and PyTorch's "
                "default FFN init (default: xavier over each map whole, zero biases); with --embed-init uniform "
