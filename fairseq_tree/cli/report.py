@@ -8,6 +8,7 @@
     fairseq-tree-report curves LOG [LOG ...] --names A B --metric uf1 --png curve.png
     fairseq-tree-report anchor WORK --reference test.de --lang de                # scripts/recipes/multi30k_anchor.sh
     fairseq-tree-report induction WORK                                       # scripts/recipes/induction_wsj.sh
+    fairseq-tree-report seeds --below 16.7 --at 500 --group A RUN... --group B RUN...  # failed seeds, Fisher
 
 ``translation``: a run directory holds ``train.log`` and ``test.gen`` (``fairseq-generate --remove-bpe`` on the
 test set; ``valid.gen`` too when present). Reported: fairseq's BLEU of each .gen (on the tokenized text, as
@@ -27,7 +28,7 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_tree.cli import report_anchor, report_curves, report_induction, report_sst, report_tree2seq
+from fairseq_tree.cli import report_anchor, report_curves, report_induction, report_seeds, report_sst, report_tree2seq
 from fairseq_tree.evaluation.translation_runs import (
     RunError,
     detokenize,
@@ -43,7 +44,7 @@ from fairseq_tree.utils.help_text import ArgumentParser
 
 #: the recipes' result tables: ``fairseq-tree-report NAME --help`` lists each one's options
 TABLES = {"tree2seq": report_tree2seq, "sst": report_sst, "curves": report_curves, "anchor": report_anchor,
-          "induction": report_induction}
+          "induction": report_induction, "seeds": report_seeds}
 
 
 def get_parser() -> argparse.ArgumentParser:

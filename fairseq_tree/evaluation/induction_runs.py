@@ -6,15 +6,18 @@ the selected validation: the best wsj22 UF1, and the updates there) and ``induce
 (``fairseq-tree-induce``). Runs without scores (still training) are listed with their updates so far.
 :func:`size_points` gathers wsj22 UF1 / UAS against each corpus's number of training sentences (what more text
 buys, issue 49), at the selected checkpoint or at a given number of updates (each run's validation there).
+:func:`seed_rows` counts, per group of seeds, the runs under a threshold (StructFormer's inverted heights: wsj22
+UAS under the left chain's) and compares each group's rate with the first's by Fisher's exact test.
 
     fairseq-tree-report induction WORK > WORK/results.md
 """
 
 import json
+import math
 import re
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_tree.evaluation.translation_runs import saved_scores, validations
 
@@ -177,3 +180,67 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
 
 
 __all__ = ["baselines_of", "collect", "corpus_sentences", "run_record", "size_points", "size_table", "table"]
+
+
+def fisher_less(k1: int, n1: int, k2: int, n2: int) -> float:
+    """One-sided Fisher exact p that group 1's rate k1 / n1 is lower than group 2's k2 / n2: P(X <= k1) for X
+    hypergeometric (n1 + n2 runs, k1 + k2 of them counted, n1 drawn); scipy's ``fisher_exact([[k1, n1 - k1],
+    [k2, n2 - k2]], alternative='less')``."""
+    n, k = n1 + n2, k1 + k2
+    return sum(math.comb(k, x) * math.comb(n - k, n1 - x) for x in range(k1 + 1)) / math.comb(n, n1)
+
+
+def run_value(path: Path, metric: str, at: Optional[int]) -> Optional[float]:
+    """One run's ``metric``: a fairseq-train log (or a run directory with ``train.log``) gives its validation at
+    ``at`` updates (the last validation when None; None when it has none there); any other file is a
+    ``fairseq-tree-score`` output whose last line is its JSON (the reference recipes' ``scores_U.txt``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "train.log"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix == ".log":
+        valid = validations(path)
+        if not valid:
+            return None
+        return valid.get(max(valid) if at is None else at, {}).get(metric)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        return json.loads(lines[-1]).get(metric)
+    except (IndexError, json.JSONDecodeError):
+        raise ValueError(f"{path}:{len(lines)}: not a fairseq-tree-score output (its last line is not JSON)") from None
+
+
+def seed_rows(groups: Sequence[Tuple[str, Sequence[Path]]], metric: str, below: float,
+              at: Optional[int] = None) -> List[dict]:
+    """Per group (name, runs): {'name', 'values' (one per run with the metric), 'missing' (runs without it),
+    'under' (values < below), 'p' (:func:`fisher_less` of the group's rate under ``below`` against the first
+    group's; None for the first)}."""
+    rows = []
+    for name, runs in groups:
+        values, missing = [], []
+        for run in runs:
+            v = run_value(run, metric, at)
+            (missing.append(str(run)) if v is None else values.append(v))
+        rows.append({"name": name, "values": values, "missing": missing, "under": [v for v in values if v < below]})
+    first = rows[0]
+    for r in rows:
+        r["p"] = None if r is first else fisher_less(len(r["under"]), len(r["values"]),
+                                                     len(first["under"]), len(first["values"]))
+    return rows
+
+
+def seed_table(rows: List[dict], metric: str, below: float, at: Optional[int] = None) -> str:
+    """Markdown of :func:`seed_rows`: a row per group, the runs under ``below`` with their values, the others'
+    mean ± sd, and the one-sided p against the first group; the runs without the metric listed under the table."""
+    where = f" at {at:,} updates" if at else ""
+    out = [f"| runs | seeds | under {below:g} | their {metric} | the others' {metric}{where} | "
+           f"p (fewer under than {rows[0]['name']}) |", "|---|---:|---:|---|---:|---:|"]
+    for r in rows:
+        over = [v for v in r["values"] if v >= below]
+        under = ", ".join(f"{v:.1f}" for v in r["under"]) or "-"
+        p = "-" if r["p"] is None else f"{r['p']:.3f}"
+        out.append(f"| {r['name']} | {len(r['values'])} | {len(r['under'])} | {under} | {_mean_sd(over)} | {p} |")
+    for r in rows:
+        out += [f"{r['name']}: no {metric}{where}: {m}" for m in r["missing"]]
+    return "\n".join(out) + "\n"

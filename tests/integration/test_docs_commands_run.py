@@ -68,6 +68,8 @@ SKIP = [
                                                                   "(a recipe)"),
     ("RESULTS.md", "fairseq-tree-report curves work/ct_", "reads the logs of induction_wsj.sh runs (a recipe; "
                                                           "report curves: test_induction_runs.py)"),
+    ("*", "fairseq-tree-report seeds --below", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
+                                               "test_induction_runs.py)"),
     ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
                                                            "its test runs this table)"),
     ("README.md", "fairseq-tree-train-stanza", "trains a stanza parser at --size small (~12 minutes); the session's "

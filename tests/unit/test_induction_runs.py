@@ -181,3 +181,51 @@ def test_curve_is_required_unless_asked(tmp_path):
     assert curve(run / "train.log", "bleu", required=False) == {}
     with pytest.raises(SystemExit, match="no validation line with 'bleu'"):
         curve(run / "train.log", "bleu")
+
+
+def test_fisher_less_by_hand_and_against_scipy():
+    from fairseq_tree.evaluation.induction_runs import fisher_less
+
+    # 0 of 2 against 2 of 2: of the C(4, 2) = 6 ways to draw group 1's two runs from 2 counted + 2 not, one has none
+    assert fisher_less(0, 2, 2, 2) == pytest.approx(1 / 6)
+    # 1 of 3 against 2 of 3: (C(3,0) C(3,3) + C(3,1) C(3,2)) / C(6,3) = (1 + 9) / 20
+    assert fisher_less(1, 3, 2, 3) == pytest.approx(0.5)
+    assert fisher_less(3, 3, 0, 3) == pytest.approx(1.0)  # the most counted possible: P(X <= 3) is everything
+    stats = pytest.importorskip("scipy.stats")
+    for k1, n1, k2, n2 in ((1, 16, 9, 26), (0, 10, 3, 8), (2, 8, 3, 8), (4, 9, 1, 7)):
+        want = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="less")[1]
+        assert fisher_less(k1, n1, k2, n2) == pytest.approx(want, rel=1e-12)
+
+
+def test_report_seeds_counts_runs_under_the_threshold_at_the_update(tmp_path, capsys):
+    from fairseq_tree.cli.report import main
+
+    # group a: UAS at 500 of 3.0, 30.0, 16.0 (two under 16.7), a run without 500 listed; group b: 25.0 and 31.0
+    a = []
+    for seed, at500 in ((1, 3.0), (2, 30.0), (3, 16.0)):
+        run = tmp_path / "a" / f"r_s{seed}"
+        run.mkdir(parents=True)
+        _valid(run, {500: (20.0, at500), 1000: (20.0, 1.0)})
+        a.append(str(run))
+    late = tmp_path / "a" / "r_s4"
+    late.mkdir()
+    _valid(late, {1000: (20.0, 2.0)})
+    b = []
+    for seed, at500 in ((1, 25.0), (2, 31.0)):
+        run = tmp_path / "b" / f"r_s{seed}"
+        run.mkdir(parents=True)
+        _valid(run, {500: (20.0, at500)})
+        b.append(str(run / "train.log"))
+    ref = tmp_path / "scores_500.txt"  # a reference recipe's fairseq-tree-score output: the last line is its JSON
+    ref.write_text("uf1 ...\n" + json.dumps({"uf1": 26.0, "uas": 12.5}) + "\n", encoding="utf-8")
+    argv = ["seeds", "--below", "16.7", "--at", "500", "--group", "a", *a, str(late), "--group", "b", *b, str(ref)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| a | 3 | 2 | 3.0, 16.0 | 30.0 | - |" in out
+    # b: 12.5 under (1 of 3) against a's 2 of 3: p = (C(3,0) C(3,3) + C(3,1) C(3,2)) / C(6,3) = 0.5
+    assert "| b | 3 | 1 | 12.5 | 28.0 ± 4.2 | 0.500 |" in out
+    assert f"a: no uas at 500 updates: {late}" in out
+    assert main(["seeds", "--below", "16.7", "--group", "a", a[0]]) == 0  # no --at: the last validation (1.0)
+    assert "| a | 1 | 1 | 1.0 | - | - |" in capsys.readouterr().out
+    assert main(["seeds", "--below", "1", "--group", "a", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere: no such file" in capsys.readouterr().err
