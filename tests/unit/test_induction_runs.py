@@ -32,6 +32,7 @@ def test_table_means_and_sd_over_seeds(tmp_path):
     _run(tmp_path, "wsj", "structformer_small_s3", [(1000, 10.0)], done=False)  # still training: no scores
     rows = collect(tmp_path)
     assert [r["seed"] for r in rows[("wsj", "structformer_small")]] == [1, 2, 3]
+    assert [r["best"] for r in rows[("wsj", "structformer_small")]] == [(2000, 41.0), (1000, 39.0), (1000, 10.0)]
     out = table(rows)
     # wsj22 UF1 41, 45 -> 43.0 ± 2.8 (sd sqrt(8)); ptbvalid 43.0 ± 1.4; UAS 22.0 ± 2.8; joint 26.0 ± 1.4;
     # UUAS 32.0 ± 2.8; best of s2 is the first of its equal scores (1000)
@@ -221,11 +222,31 @@ def test_report_seeds_counts_runs_under_the_threshold_at_the_update(tmp_path, ca
     argv = ["seeds", "--below", "16.7", "--at", "500", "--group", "a", *a, str(late), "--group", "b", *b, str(ref)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "| a | 3 | 2 | 3.0, 16.0 | 30.0 | - |" in out
+    lines = out.splitlines()
+    assert lines[0] == "| runs | seeds | under 16.7 | their uas | the others' uas at 500 updates | p (fewer under than a) |"
+    assert lines[2] == "| a | 3 | 2 | 3.0, 16.0 | 30.0 | - |"
     # b: 12.5 under (1 of 3) against a's 2 of 3: p = (C(3,0) C(3,3) + C(3,1) C(3,2)) / C(6,3) = 0.5
     assert "| b | 3 | 1 | 12.5 | 28.0 ± 4.2 | 0.500 |" in out
     assert f"a: no uas at 500 updates: {late}" in out
-    assert main(["seeds", "--below", "16.7", "--group", "a", a[0]]) == 0  # no --at: the last validation (1.0)
+    from fairseq_tree.cli import report_seeds
+
+    assert report_seeds.main(["--below", "16.7", "--group", "a", a[0]]) == 0  # no --at: the last validation (1.0)
     assert "| a | 1 | 1 | 1.0 | - | - |" in capsys.readouterr().out
     assert main(["seeds", "--below", "1", "--group", "a", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no such file" in capsys.readouterr().err
+
+
+def test_report_seeds_arguments(capsys):
+    from fairseq_tree.cli import report_seeds
+
+    with pytest.raises(SystemExit) as e:
+        report_seeds.main(["--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "how often a setting fails, e.g. StructFormer's inverted heights" in out  # the whole first paragraph
+    assert "the validation metric (default: uas)" in out and "a run counts when its metric is under this" in out
+    for argv in (["--below", "1"], ["--group", "a", "x"], ["--below", "1", "--group", "a", "x", "--group", "b"]):
+        with pytest.raises(SystemExit) as e:  # no group; no threshold; a group without runs
+            report_seeds.main(argv)
+        assert e.value.code == 2
+    assert "each --group needs a name and at least one run" in capsys.readouterr().err
