@@ -1,6 +1,6 @@
 """fairseq-tree: a fairseq ``--user-dir`` plugin that puts syntax trees into Transformers.
 
-Importing the package registers the plugin's tasks, models and criterions with fairseq and makes the few changes
+Importing the package registers the plugin's tasks, models, criterions and optimizer with fairseq and makes the few changes
 outside itself that :mod:`fairseq_tree.compat` lists (a checkpoint allowlist, a clearer refusal, a numpy alias, an
 exit hook, fairseq's logging and hydra noise); it switches no safety off and leaves fairseq's own tasks' batching
 alone. (``fairseq-tree-user-dir`` lives outside the package, in ``fairseq_tree_user_dir``, so that it runs none of
@@ -44,6 +44,6 @@ from fairseq_tree import compat as _compat  # noqa: E402
 
 _compat.apply(fairseq_imported_first=_FAIRSEQ_IMPORTED_FIRST)
 
-from fairseq_tree import criterions, models, tasks  # noqa: E402,F401  (registration)
+from fairseq_tree import criterions, models, optim, tasks  # noqa: E402,F401  (registration)
 
 __version__ = "0.2.0"

@@ -338,6 +338,29 @@ def test_preprocess_parse_failure_names_the_failing_line(constituent_run, tmp_pa
     assert [t.count("(X") > 0 for t in trees] == [True, True, True, False, True] and trees[3] == ""
 
 
+def test_adam_l2_trains_saves_and_resumes(corpus, tmp_path):
+    """--optimizer adam_l2 through fairseq-train: torch's Adam with its settings in the checkpoint, and a resume
+    goes on from its saved state (the step count)."""
+    from fairseq_tree.safe_loading import load
+
+    def train(updates):
+        return _run(BIN / "fairseq-train", corpus / "bin", "--user-dir", REPO / "fairseq_tree", "--task",
+                    "tree_induction", "--arch", "mlm_transformer_tiny", "--criterion", "masked_lm", "--optimizer",
+                    "adam_l2", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-9", "--weight-decay", "1.2e-6",
+                    "--lr", "1e-3", "--max-tokens", "1000", "--max-update", str(updates), "--cpu",
+                    "--save-dir", tmp_path / "ck", "--no-epoch-checkpoints", "--log-format", "simple")
+
+    train(2)
+    state = assert_safe_checkpoint(tmp_path / "ck" / "checkpoint_last.pt")
+    assert state["cfg"]["optimizer"]["_name"] == "adam_l2"
+    group = state["last_optimizer_state"]["param_groups"][0]
+    assert (group["betas"], group["eps"], group["weight_decay"]) == ((0.9, 0.98), 1e-9, 1.2e-6)
+    assert float(next(iter(state["last_optimizer_state"]["state"].values()))["step"]) == 2
+    train(3)
+    state = load(tmp_path / "ck" / "checkpoint_last.pt")
+    assert float(next(iter(state["last_optimizer_state"]["state"].values()))["step"]) == 3  # resumed, not afresh
+
+
 def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
     """A fairseq-tree-preprocess --only-source directory (leaves without EOS, dict.SRC.txt) is read too."""
     if not (PTB / "train.mrg").is_file():
