@@ -9,7 +9,8 @@
 #        STOP_AFTER=UPDATES (this call trains a run to at most that many updates: a resumable slice, e.g. a GPU lease)
 #        VARIANTS="paper" | "paper code" | "code": code = the model as its authors' code trains it; its runs are
 #        ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled embeddings, linear LM
-#        head, Adam (0.9, 0.999) eps 1e-9, L2 1.2e-6, clip 0.25, fixed lr 1e-3, no warmup. Constituent attention
+#        head, Adam (0.9, 0.999) eps 1e-9, weight decay 1.2e-6 (fairseq's adam: decoupled; theirs is L2 in the
+#        gradient: EXTRA="--optimizer adam_l2"), clip 0.25, fixed lr 1e-3, no warmup. Constituent attention
 #        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
 #        LayerNorm, their parse (min layer 2, the 0.7 rule), [CLS] in the link chain, their untied output layer
 #        and xavier init, each word, [CLS] and [UNK] predicted with p = 1/7, 64 random sentences a batch (not
