@@ -53,3 +53,22 @@ def test_adam_l2_reads_the_command_lines_betas():
     assert opt.optimizer_config == {"lr": 0.5, "betas": (0.8, 0.9), "eps": 1e-9, "weight_decay": 1.2e-6}
     cfg.adam_betas = [0.7, 0.95]  # a config's list
     assert optim.build_optimizer(cfg, [torch.nn.Parameter(torch.zeros(2))]).optimizer_config["betas"] == (0.7, 0.95)
+
+
+def test_adam_l2_defaults_and_help():
+    # the registered dataclass fills what a config leaves out: torch's defaults
+    cfg = OmegaConf.create({"_name": "adam_l2", "lr": [0.1]})
+    opt = optim.build_optimizer(cfg, [torch.nn.Parameter(torch.zeros(2))])
+    assert opt.optimizer_config == {"lr": 0.1, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
+    import argparse
+
+    from fairseq.dataclass.utils import gen_parser_from_dataclass
+
+    from fairseq_tree.optim.adam_l2 import AdamL2Config
+
+    parser = argparse.ArgumentParser()
+    gen_parser_from_dataclass(parser, AdamL2Config())
+    text = " ".join(parser.format_help().split())
+    assert "--adam-betas ADAM_BETAS betas for Adam optimizer" in text
+    assert "--adam-eps ADAM_EPS epsilon for Adam optimizer" in text
+    assert "--weight-decay WEIGHT_DECAY L2 weight decay, added to the gradient (coupled)" in text
