@@ -1,10 +1,10 @@
 """fairseq-tree: a fairseq ``--user-dir`` plugin that puts syntax trees into Transformers.
 
-Importing the package registers the plugin's tasks, models, criterions and optimizer with fairseq and makes the few changes
-outside itself that :mod:`fairseq_tree.compat` lists (a checkpoint allowlist, a clearer refusal, a numpy alias, an
-exit hook, fairseq's logging and hydra noise); it switches no safety off and leaves fairseq's own tasks' batching
-alone. (``fairseq-tree-user-dir`` lives outside the package, in ``fairseq_tree_user_dir``, so that it runs none of
-this.)
+Importing the package registers the plugin's tasks, models, criterions and optimizer with fairseq and makes the
+few changes outside itself that :mod:`fairseq_tree.compat` lists (a checkpoint allowlist, a clearer refusal, a numpy
+alias, an exit hook, fairseq's logging and hydra noise); it switches no safety off and leaves fairseq's own tasks'
+batching alone. (``fairseq-tree-user-dir`` lives outside the package, in ``fairseq_tree_user_dir``, so that it runs
+none of this.)
 """
 
 import logging as _logging

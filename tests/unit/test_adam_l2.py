@@ -3,10 +3,10 @@ as the StructFormer code trains, against hand-computed steps and fairseq's own (
 
 import pytest
 import torch
+from fairseq import optim
 from omegaconf import OmegaConf
 
 import fairseq_tree  # noqa: F401  (registers adam_l2)
-from fairseq import optim
 
 LR, WD = 1e-3, 0.01
 

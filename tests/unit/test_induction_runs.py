@@ -223,7 +223,8 @@ def test_report_seeds_counts_runs_under_the_threshold_at_the_update(tmp_path, ca
     assert main(argv) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0] == "| runs | seeds | under 16.7 | their uas | the others' uas at 500 updates | p (fewer under than a) |"
+    assert lines[0] == ("| runs | seeds | under 16.7 | their uas | the others' uas at 500 updates | "
+                        "p (fewer under than a) |")
     assert lines[2] == "| a | 3 | 2 | 3.0, 16.0 | 30.0 | - |"
     # b: 12.5 under (1 of 3) against a's 2 of 3: p = (C(3,0) C(3,3) + C(3,1) C(3,2)) / C(6,3) = 0.5
     assert "| b | 3 | 1 | 12.5 | 28.0 ± 4.2 | 0.500 |" in out

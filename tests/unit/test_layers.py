@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "fairseq_tree"
 
 #: lowest first: a layer may import itself and the layers before it
 LAYERS = ["utils", "safe_loading", "text", "trees", "evaluation", "view", "data", "modules", "inference", "parsers",
-          "stanza_train", "side_channels", "models", "optim", "criterions", "tasks", "preprocess", "hub", "compat", "cli"]
+          "stanza_train", "side_channels", "models", "optim", "criterions", "tasks", "preprocess", "hub", "compat",
+          "cli"]
 
 
 def module_name(path: Path) -> str:
