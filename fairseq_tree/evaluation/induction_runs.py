@@ -179,9 +179,6 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["baselines_of", "collect", "corpus_sentences", "run_record", "size_points", "size_table", "table"]
-
-
 def fisher_less(k1: int, n1: int, k2: int, n2: int) -> float:
     """One-sided Fisher exact p that group 1's rate k1 / n1 is lower than group 2's k2 / n2: P(X <= k1) for X
     hypergeometric (n1 + n2 runs, k1 + k2 of them counted, n1 drawn); scipy's ``fisher_exact([[k1, n1 - k1],
@@ -221,7 +218,10 @@ def seed_rows(groups: Sequence[Tuple[str, Sequence[Path]]], metric: str, below: 
         values, missing = [], []
         for run in runs:
             v = run_value(run, metric, at)
-            (missing.append(str(run)) if v is None else values.append(v))
+            if v is None:
+                missing.append(str(run))
+            else:
+                values.append(v)
         rows.append({"name": name, "values": values, "missing": missing, "under": [v for v in values if v < below]})
     first = rows[0]
     for r in rows:
@@ -244,3 +244,7 @@ def seed_table(rows: List[dict], metric: str, below: float, at: Optional[int] = 
     for r in rows:
         out += [f"{r['name']}: no {metric}{where}: {m}" for m in r["missing"]]
     return "\n".join(out) + "\n"
+
+
+__all__ = ["baselines_of", "collect", "corpus_sentences", "fisher_less", "run_record", "run_value", "seed_rows",
+           "seed_table", "size_points", "size_table", "table"]
