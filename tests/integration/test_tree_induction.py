@@ -361,7 +361,39 @@ def test_adam_l2_trains_saves_and_resumes(corpus, tmp_path):
     assert float(next(iter(state["last_optimizer_state"]["state"].values()))["step"]) == 3  # resumed, not afresh
 
 
-def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
+def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, tmp_path):
+    """scripts/diagnostics/init_checkpoint.py: seed S's initial weights, through --finetune-from-model, give seed
+    S's run update for update (losses at every update, final weights); another seed's init on the same draws
+    changes the losses, and the same init on another seed's draws changes them too (batches, masks, dropout)."""
+    from fairseq_tree.safe_loading import load
+
+    flags = [corpus / "bin", "--user-dir", REPO / "fairseq_tree", "--task", "tree_induction", "--arch",
+             "structformer_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-3",
+             "--max-tokens", "600", "--cpu", "--no-epoch-checkpoints", "--log-format", "simple",
+             "--log-interval", "1", "--dropout", "0.3"]
+
+    def init(seed):
+        out = tmp_path / f"init_s{seed}.pt"
+        _run(BIN / "python", REPO / "scripts" / "diagnostics" / "init_checkpoint.py", "--out", out, "--", *flags,
+             "--seed", str(seed))
+        return out
+
+    def train(name, seed, *extra):
+        proc = _run(BIN / "fairseq-train", *flags, "--seed", str(seed), "--max-update", "4", "--save-dir",
+                    tmp_path / name, *extra)
+        losses = re.findall(r"train_inner \| .*?loss=([0-9.]+)", proc.stdout + proc.stderr)
+        assert len(losses) == 4
+        return losses, load(tmp_path / name / "checkpoint_last.pt")["model"]
+
+    plain, weights = train("plain", 3)
+    same, same_weights = train("same", 3, "--finetune-from-model", init(3))
+    assert same == plain
+    assert all(torch.equal(weights[k], same_weights[k]) for k in weights)
+    other_init, _ = train("init5", 3, "--finetune-from-model", init(5))
+    assert other_init[0] != plain[0]  # another start on the same first batch and masks
+    other_draws, _ = train("draws1", 1, "--finetune-from-model", tmp_path / "init_s3.pt")
+    assert other_draws[0] != plain[0]  # seed 3's start on seed 1's batches and masks
+
     """A fairseq-tree-preprocess --only-source directory (leaves without EOS, dict.SRC.txt) is read too."""
     if not (PTB / "train.mrg").is_file():
         pytest.skip(f"{PTB} not found")
