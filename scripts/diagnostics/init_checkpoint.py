@@ -8,6 +8,8 @@ Trainer, so that
 
     python scripts/diagnostics/init_checkpoint.py --out init_s3.pt -- DATA --task ... --seed 3
     fairseq-train DATA --task ... --seed 1 --finetune-from-model init_s3.pt
+    # or from a recipe's run (its flags.txt), with another seed:
+    python scripts/diagnostics/init_checkpoint.py --out init_s3.pt --flags RUN/flags.txt --seed 3
 
 trains seed 3's initial weights on seed 1's batches, masks and dropout (with --seed 3 it is seed 3's run, update
 for update: tests/integration/test_tree_induction.py). With the induction recipe: EXTRA="--finetune-from-model
@@ -17,6 +19,7 @@ init_s3.pt" (fairseq reads it only when the run directory has no checkpoint_last
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 from fairseq import options, tasks, utils
@@ -41,13 +44,20 @@ def save_initial_weights(train_flags, out):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv:
-        sys.exit("usage: init_checkpoint.py --out PATH -- FAIRSEQ_TRAIN_FLAGS (data directory first)")
-    cut = argv.index("--")
+    cut = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="the checkpoint to write")
+    parser.add_argument("--flags", help="a file of fairseq-train flags (a recipe's flags.txt) before those after --")
+    parser.add_argument("--seed", type=int, help="the seed whose initial weights to save (in place of the flags')")
     args = parser.parse_args(argv[:cut])
-    save_initial_weights(argv[cut + 1 :], args.out)
+    flags = (Path(args.flags).read_text(encoding="utf-8").split() if args.flags else []) + argv[cut + 1 :]
+    if not flags:
+        parser.error("no training flags: give --flags FILE or -- FAIRSEQ_TRAIN_FLAGS (data directory first)")
+    if "--user-dir" not in flags:  # the recipes pass it outside flags.txt
+        flags += ["--user-dir", str(Path(__file__).resolve().parents[2] / "fairseq_tree")]
+    if args.seed is not None:
+        flags += ["--seed", str(args.seed)]  # argparse keeps the last
+    save_initial_weights(flags, args.out)
     print(args.out)
 
 

@@ -372,10 +372,13 @@ def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, t
              "--max-tokens", "600", "--cpu", "--no-epoch-checkpoints", "--log-format", "simple",
              "--log-interval", "1", "--dropout", "0.3"]
 
-    def init(seed):
-        out = tmp_path / f"init_s{seed}.pt"
-        _run(BIN / "python", REPO / "scripts" / "diagnostics" / "init_checkpoint.py", "--out", out, "--", *flags,
-             "--seed", str(seed))
+    def init(seed):  # seed 3 from the flags after --, seed 5 from a flags file (without --user-dir) and --seed
+        out, script = tmp_path / f"init_s{seed}.pt", REPO / "scripts" / "diagnostics" / "init_checkpoint.py"
+        if seed == 3:
+            _run(BIN / "python", script, "--out", out, "--", *flags, "--seed", "3")
+        else:
+            (tmp_path / "flags.txt").write_text(" ".join(map(str, flags[:1] + flags[3:])) + " --seed 1\n")
+            _run(BIN / "python", script, "--out", out, "--flags", tmp_path / "flags.txt", "--seed", str(seed))
         return out
 
     def train(name, seed, *extra):
