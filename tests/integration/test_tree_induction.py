@@ -372,10 +372,11 @@ def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, t
              "--max-tokens", "600", "--cpu", "--no-epoch-checkpoints", "--log-format", "simple",
              "--log-interval", "1", "--dropout", "0.3"]
 
-    def init(seed):  # seed 3 from the flags after --, seed 5 from a flags file (without --user-dir) and --seed
-        out, script = tmp_path / f"init_s{seed}.pt", REPO / "scripts" / "diagnostics" / "init_checkpoint.py"
-        if seed == 3:
-            _run(BIN / "python", script, "--out", out, "--", *flags, "--seed", "3")
+    def init(seed, *flags_file):  # from the flags after --, or from a flags file (without --user-dir) and --seed
+        out = tmp_path / f"init_s{seed}{''.join(flags_file)}.pt"
+        script = REPO / "scripts" / "diagnostics" / "init_checkpoint.py"
+        if not flags_file:
+            _run(BIN / "python", script, "--out", out, "--", *flags, "--seed", str(seed))
         else:
             (tmp_path / "flags.txt").write_text(" ".join(map(str, flags[:1] + flags[3:])) + " --seed 1\n")
             _run(BIN / "python", script, "--out", out, "--flags", tmp_path / "flags.txt", "--seed", str(seed))
@@ -388,15 +389,20 @@ def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, t
         assert len(losses) == 4
         return losses, load(tmp_path / name / "checkpoint_last.pt")["model"]
 
+    init3 = init(3)
+    from_file = load(init(3, "_file"))["model"]  # the file says --seed 1; --seed 3 wins
+    assert all(torch.equal(v, from_file[k]) for k, v in load(init3)["model"].items())
     plain, weights = train("plain", 3)
-    same, same_weights = train("same", 3, "--finetune-from-model", init(3))
+    same, same_weights = train("same", 3, "--finetune-from-model", init3)
     assert same == plain
     assert all(torch.equal(weights[k], same_weights[k]) for k in weights)
     other_init, _ = train("init5", 3, "--finetune-from-model", init(5))
     assert other_init[0] != plain[0]  # another start on the same first batch and masks
-    other_draws, _ = train("draws1", 1, "--finetune-from-model", tmp_path / "init_s3.pt")
+    other_draws, _ = train("draws1", 1, "--finetune-from-model", init3)
     assert other_draws[0] != plain[0]  # seed 3's start on seed 1's batches and masks
 
+
+def test_reads_fairseq_tree_preprocess_only_source(tmp_path):
     """A fairseq-tree-preprocess --only-source directory (leaves without EOS, dict.SRC.txt) is read too."""
     if not (PTB / "train.mrg").is_file():
         pytest.skip(f"{PTB} not found")
