@@ -372,10 +372,10 @@ def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, t
              "--max-tokens", "600", "--cpu", "--no-epoch-checkpoints", "--log-format", "simple",
              "--log-interval", "1", "--dropout", "0.3"]
 
-    def init(seed, *flags_file):  # from the flags after --, or from a flags file (without --user-dir) and --seed
-        out = tmp_path / f"init_s{seed}{''.join(flags_file)}.pt"
+    def init(seed, from_file=False):  # from the flags after --, or from a flags file (no --user-dir) and --seed
+        out = tmp_path / f"init_s{seed}{'_file' if from_file else ''}.pt"
         script = REPO / "scripts" / "diagnostics" / "init_checkpoint.py"
-        if not flags_file:
+        if not from_file:
             _run(BIN / "python", script, "--out", out, "--", *flags, "--seed", str(seed))
         else:
             (tmp_path / "flags.txt").write_text(" ".join(map(str, flags[:1] + flags[3:])) + " --seed 1\n")
@@ -390,7 +390,7 @@ def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, t
         return losses, load(tmp_path / name / "checkpoint_last.pt")["model"]
 
     init3 = init(3)
-    from_file = load(init(3, "_file"))["model"]  # the file says --seed 1; --seed 3 wins
+    from_file = load(init(3, from_file=True))["model"]  # the file says --seed 1; --seed 3 wins
     assert all(torch.equal(v, from_file[k]) for k, v in load(init3)["model"].items())
     plain, weights = train("plain", 3)
     same, same_weights = train("same", 3, "--finetune-from-model", init3)
