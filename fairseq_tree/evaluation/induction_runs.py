@@ -12,6 +12,7 @@ UAS under the left chain's) and compares each group's rate with the first's by F
     fairseq-tree-report induction WORK > WORK/results.md
 """
 
+import itertools
 import json
 import math
 import re
@@ -201,6 +202,8 @@ def run_value(path: Path, metric: str, at: Optional[int]) -> Optional[float]:
         if not valid:
             return None
         return valid.get(max(valid) if at is None else at, {}).get(metric)
+    if metric == "loss":
+        return _reference_loss(path)
     lines = path.read_text(encoding="utf-8").splitlines()
     try:
         return json.loads(lines[-1]).get(metric)
@@ -208,21 +211,63 @@ def run_value(path: Path, metric: str, at: Optional[int]) -> Optional[float]:
         raise ValueError(f"{path}:{len(lines)}: not a fairseq-tree-score output (its last line is not JSON)") from None
 
 
+_REF_BPC = re.compile(r"\| valid bpc +([0-9.]+)")
+
+
+def _reference_loss(scores: Path) -> Optional[float]:
+    """A reference recipe's stage ``scores_U.txt``: the masked-LM validation loss of the last epoch in its training
+    log ``train_U.log`` beside it, in bits a masked word (the authors' StructFormer log's ``valid bpc``: their loss
+    / ln 2, fairseq's unit of ``loss``); None without that log or line."""
+    log = scores.with_name("train_" + scores.name[len("scores_"):]).with_suffix(".log")
+    if not scores.name.startswith("scores_") or not log.is_file():
+        return None
+    found = _REF_BPC.findall(log.read_text(encoding="utf-8", errors="replace"))
+    return float(found[-1]) if found else None
+
+
+def kept_fail_rate(runs: Sequence[Tuple[float, bool]], keep: int, lowest: bool = True) -> Optional[float]:
+    """P(the run a selection rule keeps of ``keep`` seeds fails), exactly over every ``keep``-subset of ``runs``
+    ((selection value, failed) each; the kept run has the lowest value, the highest when not ``lowest``; ties
+    broken at random). Ranked best first, rank r is kept with probability C(n - 1 - r, keep - 1) / C(n, keep);
+    tied runs share their ranks' probability. None when ``keep`` is not in 1..n. ``keep`` = 1 is the failure rate."""
+    n = len(runs)
+    if not 1 <= keep <= n:
+        return None
+    order = sorted(runs, key=lambda r: r[0], reverse=not lowest)
+    rate, rank = 0.0, 0
+    for _, tied in itertools.groupby(order, key=lambda r: r[0]):
+        tied = list(tied)
+        p_kept = sum(math.comb(n - 1 - r, keep - 1) for r in range(rank, rank + len(tied))) / math.comb(n, keep)
+        rate += p_kept * sum(failed for _, failed in tied) / len(tied)
+        rank += len(tied)
+    return rate
+
+
 def seed_rows(groups: Sequence[Tuple[str, Sequence[Path]]], metric: str, below: float,
-              at: Optional[int] = None) -> List[dict]:
+              at: Optional[int] = None, select_by: Optional[str] = None, keep: int = 3,
+              lowest: bool = True) -> List[dict]:
     """Per group (name, runs): {'name', 'values' (one per run with the metric), 'missing' (runs without it),
     'under' (values < below), 'p' (:func:`fisher_less` of the group's rate under ``below`` against the first
-    group's; None for the first)}."""
+    group's; None for the first)}; with ``select_by`` (a metric of the same validation, e.g. the gold-free
+    ``loss``) also 'kept' (:func:`kept_fail_rate` of the runs that have both) and 'unselectable' (runs without it)."""
     rows = []
     for name, runs in groups:
-        values, missing = [], []
+        values, missing, pairs, unselectable = [], [], [], []
         for run in runs:
             v = run_value(run, metric, at)
             if v is None:
                 missing.append(str(run))
-            else:
-                values.append(v)
+                continue
+            values.append(v)
+            if select_by:
+                s = run_value(run, select_by, at)
+                if s is None:
+                    unselectable.append(str(run))
+                else:
+                    pairs.append((s, v < below))
         rows.append({"name": name, "values": values, "missing": missing, "under": [v for v in values if v < below]})
+        if select_by:
+            rows[-1].update(kept=kept_fail_rate(pairs, keep, lowest), unselectable=unselectable)
     first = rows[0]
     for r in rows:
         r["p"] = None if r is first else fisher_less(len(r["under"]), len(r["values"]),
@@ -230,21 +275,28 @@ def seed_rows(groups: Sequence[Tuple[str, Sequence[Path]]], metric: str, below: 
     return rows
 
 
-def seed_table(rows: List[dict], metric: str, below: float, at: Optional[int] = None) -> str:
+def seed_table(rows: List[dict], metric: str, below: float, at: Optional[int] = None, select_by: Optional[str] = None,
+               keep: int = 3, lowest: bool = True) -> str:
     """Markdown of :func:`seed_rows`: a row per group, the runs under ``below`` with their values, the others'
-    mean ± sd, and the one-sided p against the first group; the runs without the metric listed under the table."""
+    mean ± sd, and the one-sided p against the first group (with ``select_by``: the failure rate of keeping the
+    best ``select_by`` of ``keep`` seeds); the runs without the metric (or ``select_by``) listed under the table."""
     where = f" at {at:,} updates" if at else ""
+    rule = f"{'lowest' if lowest else 'highest'} {select_by} of {keep} kept" if select_by else ""
     out = [f"| runs | seeds | under {below:g} | their {metric} | the others' {metric}{where} | "
-           f"p (fewer under than {rows[0]['name']}) |", "|---|---:|---:|---|---:|---:|"]
+           f"p (fewer under than {rows[0]['name']}) |" + (f" under, the {rule} |" if rule else ""),
+           "|---|---:|---:|---|---:|---:|" + ("---:|" if rule else "")]
     for r in rows:
         over = [v for v in r["values"] if v >= below]
         under = ", ".join(f"{v:.1f}" for v in r["under"]) or "-"
         p = "-" if r["p"] is None else f"{r['p']:.3f}"
-        out.append(f"| {r['name']} | {len(r['values'])} | {len(r['under'])} | {under} | {_mean_sd(over)} | {p} |")
+        kept = "" if not rule else (" - |" if r["kept"] is None else f" {r['kept']:.3f} |")
+        out.append(f"| {r['name']} | {len(r['values'])} | {len(r['under'])} | {under} | {_mean_sd(over)} | {p} |"
+                   + kept)
     for r in rows:
         out += [f"{r['name']}: no {metric}{where}: {m}" for m in r["missing"]]
+        out += [f"{r['name']}: no {select_by}{where}: {m}" for m in r.get("unselectable", [])]
     return "\n".join(out) + "\n"
 
 
-__all__ = ["baselines_of", "collect", "corpus_sentences", "fisher_less", "run_record", "run_value", "seed_rows",
-           "seed_table", "size_points", "size_table", "table"]
+__all__ = ["baselines_of", "collect", "corpus_sentences", "fisher_less", "kept_fail_rate", "run_record", "run_value",
+           "seed_rows", "seed_table", "size_points", "size_table", "table"]

@@ -251,3 +251,81 @@ def test_report_seeds_arguments(capsys):
             report_seeds.main(argv)
         assert e.value.code == 2
     assert "each --group needs a name and at least one run" in capsys.readouterr().err
+
+
+def test_kept_fail_rate_by_hand():
+    from fairseq_tree.evaluation.induction_runs import kept_fail_rate
+
+    # (loss, failed): keeping the lower loss of 2, the 6 pairs keep run 2 (failed) in {2,3} and {2,4}: 2 / 6
+    runs = [(8.8, False), (8.9, True), (9.0, False), (9.1, True)]
+    assert kept_fail_rate(runs, 2) == pytest.approx(2 / 6)
+    # the higher of 2: run 2 in {1,2}, run 4 in {1,4} {2,4} {3,4}: 4 / 6
+    assert kept_fail_rate(runs, 2, lowest=False) == pytest.approx(4 / 6)
+    assert kept_fail_rate(runs, 1) == pytest.approx(0.5)  # one seed: the failure rate
+    assert kept_fail_rate(runs, 4) == 0.0 and kept_fail_rate(runs, 4, lowest=False) == 1.0  # all: the best one
+    assert kept_fail_rate(runs[::-1], 3) == pytest.approx(1 / 4)  # order-free: of 4 triples, {2,3,4} keeps run 2
+    # a tie: {1,2} keeps either (1/2 failed), {1,3} keeps 1 (failed), {2,3} keeps 2: (1/2 + 1 + 0) / 3
+    assert kept_fail_rate([(8.8, True), (8.8, False), (9.0, False)], 2) == pytest.approx(0.5)
+    assert kept_fail_rate(runs, 5) is None and kept_fail_rate(runs, 0) is None and kept_fail_rate([], 1) is None
+
+
+def test_report_seeds_select_by_loss_reads_fairseq_and_reference_logs(tmp_path, capsys):
+    from fairseq_tree.cli.report import main
+
+    runs = []
+    for seed, (loss, uas) in enumerate(((8.8, 30.0), (8.9, 3.0), (9.0, 31.0), (9.1, 2.0)), 1):
+        run = tmp_path / f"r_s{seed}"
+        run.mkdir()
+        (run / "train.log").write_text(
+            f"2026-11-28 03:50:31 | INFO | valid | epoch 002 | valid on 'valid' subset | loss {loss} | ppl 1 | "
+            f"uf1 20.0 | uas {uas} | num_updates 500\n", encoding="utf-8")
+        runs.append(str(run))
+    # the authors' StructFormer stages: scores_500.txt with train_500.log beside it (loss = its last valid bpc)
+    ref = []
+    for seed, (bpc, uas) in enumerate(((8.528, 5.0), (8.4, 30.0), (8.45, 29.0)), 1):
+        d = tmp_path / f"ref_s{seed}"
+        d.mkdir()
+        (d / "scores_500.txt").write_text("UAS ...\n" + json.dumps({"uas": uas}) + "\n", encoding="utf-8")
+        (d / "train_500.log").write_text(
+            "| end of epoch   1 | time: 316.96s | valid loss  6.26 | valid ppl   521.49 | valid bpc    1.000\n"
+            f"| end of epoch   2 | time: 315.62s | valid loss  5.91 | valid ppl   369.17 | valid bpc    {bpc}\n",
+            encoding="utf-8")
+        ref.append(str(d / "scores_500.txt"))
+    nolog = tmp_path / "ref_s9" / "scores_500.txt"
+    nolog.parent.mkdir()
+    nolog.write_text(json.dumps({"uas": 28.0}) + "\n", encoding="utf-8")
+    argv = ["seeds", "--below", "16.7", "--at", "500", "--select-by", "loss", "--keep", "2",
+            "--group", "a", *runs, "--group", "theirs", *ref, str(nolog)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("| under, the lowest loss of 2 kept |") and lines[1].endswith("|---:|---:|")
+    assert lines[2] == "| a | 4 | 2 | 3.0, 2.0 | 30.5 ± 0.7 | - | 0.333 |"  # kept_fail_rate's first case
+    # theirs: s1 (8.528, failed) is the highest of three bpc: never the lower of a pair; s9 has no log, not chosen
+    assert lines[3].startswith("| theirs | 4 | 1 | 5.0 |") and lines[3].endswith("| 0.000 |")
+    assert lines[4] == f"theirs: no loss at 500 updates: {nolog}"
+    assert main([*argv[:5], "--select-max", *argv[5:]]) == 0  # the highest loss of 2: a's 4 / 6; theirs' s1 2 of 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].endswith("| 0.667 |") and out[3].endswith("| 0.667 |")
+    assert main(argv[:7] + ["--keep", "5"] + argv[9:]) == 0  # more seeds kept from than a group has: no rate
+    assert capsys.readouterr().out.splitlines()[2].endswith("| - | - |")
+    # defaults: the lowest of 3; a run exactly at the threshold is not under it (as the count's "under")
+    (tmp_path / "r_s3" / "train.log").write_text((tmp_path / "r_s3" / "train.log").read_text().replace(
+        "uas 31.0", "uas 16.7"), encoding="utf-8")
+    assert main(argv[:7] + argv[9:]) == 0  # of the 4 triples, {2,3,4} keeps run 2 (failed): 1 / 4
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("| under, the lowest loss of 3 kept |") and out[2].endswith("| 0.250 |")
+    from fairseq_tree.evaluation.induction_runs import seed_rows, seed_table
+
+    rows = seed_rows([("a", runs)], "uas", 16.7, 500, select_by="loss")
+    assert rows[0]["kept"] == pytest.approx(0.25)
+    assert "| under, the lowest loss of 3 kept |" in seed_table(rows, "uas", 16.7, 500, select_by="loss")
+    assert main(argv[:8] + ["1"] + argv[9:]) == 0  # one seed kept: the failure rate, 2 of 4
+    assert capsys.readouterr().out.splitlines()[2].endswith("| 0.500 |")
+    from fairseq_tree.cli import report_seeds
+
+    with pytest.raises(SystemExit) as e:
+        report_seeds.main(["--below", "1", "--select-by", "loss", "--keep", "0", "--group", "a", runs[0]])
+    assert e.value.code == 2 and "--keep must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        report_seeds.main(["--help"])
+    assert "--select-by keeps the highest value (default: lowest)" in " ".join(capsys.readouterr().out.split())
