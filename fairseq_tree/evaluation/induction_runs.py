@@ -7,7 +7,9 @@ the selected validation: the best wsj22 UF1, and the updates there) and ``induce
 :func:`size_points` gathers wsj22 UF1 / UAS against each corpus's number of training sentences (what more text
 buys, issue 49), at the selected checkpoint or at a given number of updates (each run's validation there).
 :func:`seed_rows` counts, per group of seeds, the runs under a threshold (StructFormer's inverted heights: wsj22
-UAS under the left chain's) and compares each group's rate with the first's by Fisher's exact test.
+UAS under the left chain's) and compares each group's rate with the first's by Fisher's exact test;
+:func:`kept_fail_rate` says how often a rule that keeps the best of K seeds by another metric (the gold-free
+validation loss) keeps a failed one.
 
     fairseq-tree-report induction WORK > WORK/results.md
 """
