@@ -220,8 +220,10 @@ def _reference_loss(scores: Path) -> Optional[float]:
     """A reference recipe's stage ``scores_U.txt``: the masked-LM validation loss of the last epoch in its training
     log ``train_U.log`` beside it, in bits a masked word (the authors' StructFormer log's ``valid bpc``: their loss
     / ln 2, fairseq's unit of ``loss``); None without that log or line."""
+    if not scores.name.startswith("scores_"):
+        return None
     log = scores.with_name("train_" + scores.name[len("scores_"):]).with_suffix(".log")
-    if not scores.name.startswith("scores_") or not log.is_file():
+    if not log.is_file():
         return None
     found = _REF_BPC.findall(log.read_text(encoding="utf-8", errors="replace"))
     return float(found[-1]) if found else None
