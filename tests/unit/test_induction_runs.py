@@ -246,6 +246,7 @@ def test_report_seeds_arguments(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "how often a setting fails, e.g. StructFormer's inverted heights" in out  # the whole first paragraph
     assert "the validation metric (default: uas)" in out and "a run counts when its metric is under this" in out
+    assert "each log's validation at this many updates" in out
     for argv in (["--below", "1"], ["--group", "a", "x"], ["--below", "1", "--group", "a", "x", "--group", "b"]):
         with pytest.raises(SystemExit) as e:  # no group; no threshold; a group without runs
             report_seeds.main(argv)
