@@ -23,8 +23,8 @@ def main(argv=None) -> int:
                    "training sentences of WORK/CORPUS/text/train.txt) and print its table")
     p.add_argument("--at", type=int, metavar="UPDATES", help="the corpus-size points at each run's validation at "
                    "this many updates (equal budgets; train.log) instead of its selected checkpoint's scores")
-    p.add_argument("--gold", metavar="MRG", help="the figure's baselines from this treebank (wsj22.mrg) when no "
-                   "run has scores.json yet")
+    p.add_argument("--gold", metavar="MRG", help="the wsj22 baselines (table and figure) from this treebank "
+                   "(wsj22.mrg) when no run has scores.json yet")
     p.add_argument("--gold-dep", metavar="CONLL", help="its dependencies (wsj22.sd.conll): the right chain's UAS")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     work = Path(args.work)
@@ -32,16 +32,16 @@ def main(argv=None) -> int:
         print(f"fairseq-tree-report induction: error: {work}: no such directory", file=sys.stderr)
         return 2
     rows = collect(work)
-    sys.stdout.write(table(rows))
+    baselines = baselines_of(rows)
+    if not baselines and args.gold:
+        baselines = baseline_scores(read_gold(args.gold, args.gold_dep), seeds=())
+    sys.stdout.write(table(rows, baselines))
     if args.png or args.at:
         points = size_points(rows, work, args.at)
         if not points:
             print(f"fairseq-tree-report induction: error: no run under {work} has wsj22 scores"
                   + (f" at {args.at} updates" if args.at else " (induce_wsj22/scores.json)"), file=sys.stderr)
             return 2
-        baselines = baselines_of(rows)
-        if not baselines and args.gold:
-            baselines = baseline_scores(read_gold(args.gold, args.gold_dep), seeds=())
         sys.stdout.write("\n" + size_table(points, args.at, baselines))
         if args.png:
             logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search, in this CLI only

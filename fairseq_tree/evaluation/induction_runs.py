@@ -153,18 +153,33 @@ def size_table(points: Dict[str, List[dict]], at: Optional[int] = None, baseline
     return "\n".join(out) + "\n"
 
 
-def table(rows: Dict[tuple, List[dict]]) -> str:
-    """Markdown: a row per (corpus, arch) with mean ± sd over the seeds that have scores, then the baselines."""
+def _best_validation(rec: dict) -> Optional[Dict[str, float]]:
+    """The run's validation (train.log's metrics) at its selected update so far; None before its first one."""
+    return rec["valid"].get(rec["best"][0]) if rec["best"] else None
+
+
+def table(rows: Dict[tuple, List[dict]], gold_baselines: Optional[dict] = None) -> str:
+    """Markdown: a row per (corpus, arch) with mean ± sd over the seeds that have scores, then the baselines (from
+    the runs' scores; ``gold_baselines`` fills wsj22's when no run has any). A row none of whose seeds has scores
+    yet shows its runs' best validation so far (wsj22 UF1 / UAS / UUAS from train.log, marked †)."""
     head = ("| corpus | arch | seeds | updates (best / last) | wsj22 UF1 | ptb_sample/valid UF1 | wsj22 UAS argmax | "
             "wsj22 UAS Alg. 3 | wsj22 UUAS argmax |")
     out = [head, "|" + "---|" * 3 + "---|" + "---:|" * 5]
     baselines = {s: baselines_of(rows, s) for s in SETS}
+    if not baselines["wsj22"] and gold_baselines:
+        baselines["wsj22"] = gold_baselines
+    marked = False
     for (corpus, arch), recs in sorted(rows.items()):
         scored = [r for r in recs if "wsj22" in r]
         cells = []
         for key, metric in (("wsj22", "uf1"), ("ptbvalid", "uf1"), ("wsj22", "uas"), ("wsj22_joint", "uas"),
                             ("wsj22", "uuas")):
             cells.append(_mean_sd([v for v in (_model(r, key, metric) for r in scored) if v is not None]))
+        so_far = [v for v in map(_best_validation, recs) if v is not None] if not scored else []
+        for i, metric in ((0, "uf1"), (2, "uas"), (4, "uuas")):
+            values = [v[metric] for v in so_far if metric in v]
+            if values:
+                cells[i], marked = _mean_sd(values) + " †", True
         steps = " / ".join(f"{r['best'][0] if r['best'] else '-'}/{r['updates']}{'' if r['done'] else '*'}"
                            for r in recs)
         seeds = ",".join(str(r["seed"]) for r in recs)
@@ -179,6 +194,9 @@ def table(rows: Dict[tuple, List[dict]]) -> str:
         out.append(f"| | {label} | | | | | {uas} | {uas} | {uuas} |")
     out.append("")
     out.append("updates: at the selected (best wsj22 UF1) validation / last logged, per seed; * still training.")
+    if marked:
+        out.append("†: the best wsj22 validation so far (train.log); the selected checkpoint's scores, ptb_sample/valid"
+                   " and Algorithm 3 come when the run stops.")
     return "\n".join(out) + "\n"
 
 

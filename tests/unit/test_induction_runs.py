@@ -148,7 +148,8 @@ def test_report_induction_corpus_size_cli(tmp_path, capsys):
     png = tmp_path / "size.png"
     assert main(["induction", str(tmp_path), "--at", "1000", "--png", str(png), "--gold", str(gold)]) == 0
     out = capsys.readouterr().out
-    assert "still training.\n\nwsj22 against the training sentences" in out  # two tables, a blank line apart
+    assert "the run stops.\n\nwsj22 against the training sentences" in out  # two tables, a blank line apart
+    assert "| ptb | `constituent_transformer_small` | 1 | 1000/1000* | 39.5 † | - | 10.0 † | - | 51.8 † |" in out
     assert "| `constituent_transformer_small` | ptb | 2 | 1 | 39.5 | 10.0 |" in out
     assert "| right-branching / right chain | | | | 50.0 | - |" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -330,3 +331,38 @@ def test_report_seeds_select_by_loss_reads_fairseq_and_reference_logs(tmp_path, 
     with pytest.raises(SystemExit):
         report_seeds.main(["--help"])
     assert "--select-by keeps the highest value (default: lowest)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_table_of_runs_still_training_shows_their_best_validation(tmp_path):
+    s1 = tmp_path / "wsj" / "structformer_small_s1"
+    _run(tmp_path, "wsj", "structformer_small_s1", [(1000, 30.0), (2000, 35.0), (3000, 34.0)], done=False)
+    _valid(s1, {1000: (30.0, 20.0), 2000: (35.0, 25.0), 3000: (34.0, 40.0)})
+    _run(tmp_path, "wsj", "structformer_small_s2", [(1000, 33.0)], done=False)
+    _valid(tmp_path / "wsj" / "structformer_small_s2", {1000: (33.0, 31.0)})
+    _run(tmp_path, "wsj", "structformer_small_s3", [(1000, 10.0)], done=False)  # saved, its validation not logged
+    out = table(collect(tmp_path))
+    # last logged: the validation lines come last; the selected validations: s1 at 2,000 (35.0, UAS 25.0; not the
+    # last one's 40.0), s2 at 1,000 (33.0, 31.0): UF1 34.0 ± 1.4, UAS 28.0 ± 4.2 (sd 6 / sqrt 2), UUAS 51.8 both;
+    # no ptb_sample/valid, no Algorithm 3
+    assert ("| wsj | `structformer_small` | 1,2,3 | 2000/3000* / 1000/1000* / 1000/1007* | 34.0 ± 1.4 † | - | "
+            "28.0 ± 4.2 † | - | 51.8 ± 0.0 † |") in out
+    assert out.rstrip().endswith("and Algorithm 3 come when the run stops.")
+    _run(tmp_path, "wsj", "structformer_small_s4", [(1000, 20.0)], {"induce_wsj22": (41.0, 20.0)})
+    out = table(collect(tmp_path))  # one seed scored: the row is its scores alone, nothing marked
+    assert "| 41.0 | - | 20.0 | - | 30.0 |" in out and "†" not in out
+
+
+def test_report_induction_baselines_from_gold_when_no_run_is_scored(tmp_path, capsys):
+    from fairseq_tree.cli.report import main
+
+    _run(tmp_path, "wsj", "structformer_small_s1", [(1000, 30.0)], done=False)
+    gold = tmp_path / "gold.mrg"  # gold brackets beyond words and the sentence: (the old man) only
+    gold.write_text("(S (NP (DT the) (JJ old) (NN man)) (VP (VBD sat)))\n", encoding="utf-8")
+    assert main(["induction", str(tmp_path), "--gold", str(gold)]) == 0
+    out = capsys.readouterr().out
+    # right-branching's (old man sat), (man sat): F1 0; left-branching's (the old), (the old man): P 1/2, R 1 -> 66.7
+    assert "| | right-branching | | | 0.0 | - | | | |" in out
+    assert "| | left-branching | | | 66.7 | - | | | |" in out
+    assert "| | random trees | | | - | - | | | |" in out  # random trees only from runs' scores (their seeds)
+    assert main(["induction", str(tmp_path)]) == 0
+    assert "| | right-branching | | | - | - | | | |" in capsys.readouterr().out
