@@ -4,22 +4,49 @@
         --names L6 L10 --metric uf1 --png uf1_curve.png
 
 Reads the ``valid on 'valid' subset | ... | METRIC x | ... | num_updates N`` lines (a resumed run's log
-repeats no update: the last value per update wins).
+repeats no update: the last value per update wins). A directory instead of a log is a reference recipe's output
+(``scripts/recipes/reference_*.sh``): its ``scores_U.txt`` (``fairseq-tree-score``'s JSON last line) at the
+recipe's update counts U, the authors' code scored by our scorer, so the two codes print side by side. Several
+metrics make each cell ``a / b / c``:
+
+    fairseq-tree-report curves work/induction_wsj/wsj/structformer_small_code_s1/train.log \
+        work/induction_wsj/reference/wsj --names ours theirs --metric uf1 uas uuas
 """
 
 import argparse
 import sys
 from pathlib import Path
 
+from fairseq_tree.evaluation.induction_runs import run_value
 from fairseq_tree.evaluation.translation_runs import validations
 from fairseq_tree.utils.help_text import ArgumentParser
 
+_SCORE_KEYS = {"corpus_uf1": "corpus_f1"}  # fairseq-tree-score's JSON name of a validation metric, where they differ
+
+
+def reference_curve(out: Path, metric: str) -> dict:
+    """-> {U: value} of a reference recipe's ``OUT/scores_U.txt`` files (U: the recipe's UPDATES entry; their
+    loop trains whole epochs, so the real count is U rounded up to an epoch)."""
+    points = {}
+    for path in Path(out).glob("scores_*.txt"):
+        tail = path.stem[len("scores_"):]
+        if tail.isdigit():
+            value = run_value(path, _SCORE_KEYS.get(metric, metric), None)
+            if value is not None:
+                points[int(tail)] = value
+    return points
+
 
 def curve(log: Path, metric: str, required: bool = True) -> dict:
-    """-> {updates: value} of the validations in ``log``; a log without one is an error when ``required``."""
-    points = {u: m[metric] for u, m in validations(log).items() if metric in m}
+    """-> {updates: value} of the validations in ``log`` (a reference recipe's output directory: its scores); a log
+    without one is an error when ``required``."""
+    if Path(log).is_dir():
+        points = reference_curve(log, metric)
+    else:
+        points = {u: m[metric] for u, m in validations(log).items() if metric in m}
     if not points and required:
-        raise SystemExit(f"{log}: no validation line with '{metric}'")
+        raise SystemExit(f"{log}: no validation line with '{metric}'" if not Path(log).is_dir() else
+                         f"{log}: no scores_U.txt with '{metric}'")
     return points
 
 
@@ -27,18 +54,28 @@ def main(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--names", nargs="+")
-    ap.add_argument("--metric", default="uf1")
-    ap.add_argument("--png")
+    ap.add_argument("--metric", nargs="+", default=["uf1"], help="one or more (a cell per run: 'a / b / c')")
+    ap.add_argument("--png", help="the first metric's curves")
     ap.add_argument("--baseline", type=float, help="a horizontal line (e.g. right-branching's UF1)")
     args = ap.parse_args(argv)
     names = args.names or [p.stem for p in args.logs]
-    curves = [curve(p, args.metric) for p in args.logs]
-    steps = sorted(set().union(*curves))
+    if len(names) != len(args.logs):
+        ap.error(f"--names gives {len(names)} names for {len(args.logs)} runs")
+    curves = [[curve(p, m, required=k == 0) for k, m in enumerate(args.metric)] for p in args.logs]
+    steps = sorted(set().union(*(c[0] for c in curves)))
     print(f"| updates | {' | '.join(names)} |\n|---:|{'---:|' * len(names)}")
     for u in steps:
-        print(f"| {u:,} | " + " | ".join(f"{c[u]:.1f}" if u in c else "" for c in curves) + " |")
+        print(f"| {u:,} | " + " | ".join(_cell(c, u) for c in curves) + " |")
     if args.png:
-        plot(names, curves, args.metric, args.png, args.baseline)
+        plot(names, [c[0] for c in curves], args.metric[0], args.png, args.baseline)
+
+
+def _cell(run_curves: list, u: int) -> str:
+    """One run's metrics at ``u`` updates, 'a / b / c' ('-' for a metric it lacks there; '' when it has none)."""
+    values = [c.get(u) for c in run_curves]
+    if all(v is None for v in values):
+        return ""
+    return " / ".join("-" if v is None else f"{v:.1f}" for v in values)
 
 
 def plot(names, curves, metric: str, path: str, baseline=None, zoom=None) -> None:

@@ -13,7 +13,10 @@
 #
 # Their loop trains whole epochs, so each UPDATES entry is rounded up to whole epochs (the real count is in the
 # row). Stages chain with their own --resume (model, optimizer and scheduler from the previous stage; the lr
-# plateau counter and the best validation loss start afresh, which only matters once the lr halves). Each stage
+# plateau counter and the best validation loss start afresh, which only matters once the lr halves; their main.py
+# reseeds torch with --seed at each start). Python's random, which orders their batches and which their code
+# leaves unseeded, is seeded with SEED + 1000 x the epochs before the stage (the adapter's `train`), so a rerun
+# gives the same numbers; runs before 2026-11-29 were unseeded draws. Each stage
 # is kept (stage_UPDATES.pt) and scored once: rerunning the recipe skips what exists.
 # Data adapter and the list of what differs from running their README: scripts/reference/authors_structformer.py.
 set -euo pipefail
@@ -32,6 +35,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 ADAPT="$PY $REPO/scripts/reference/authors_structformer.py"
 D=$SHARED/data
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # their run starts in REF: a relative WORK would point elsewhere there
 if [ -z "${REF:-}" ]; then
   REF=$OUT/google-research
   if [ ! -f "$REF/structformer/structformer.py" ]; then
@@ -51,7 +55,8 @@ for u in $UPDATES; do
   ck=$OUT/stage_$u.pt
   if [ ! -f "$ck" ] && [ "$epochs" -gt "$done_epochs" ]; then
     echo "== their training: to $((epochs * per_epoch)) updates ($epochs epochs of $per_epoch batches)"
-    (cd "$REF" && $PY -m structformer.main --data "$OUT/data" $SIZE --n_parser_layers 3 --pos_emb \
+    (cd "$REF" && $ADAPT train --ref . --py-seed $(( ${SEED:-1111} + 1000 * done_epochs )) -- \
+      --data "$OUT/data" $SIZE --n_parser_layers 3 --pos_emb \
       --batch_size "$BATCH" --lr "${LR:-0.001}" --seed "${SEED:-1111}" --epochs $((epochs - done_epochs)) \
       --save "$ck.tmp" ${prev:+--resume "$prev"} "${CUDA_FLAG[@]}") > "$OUT/train_$u.log" 2>&1
     mv "$ck.tmp" "$ck"

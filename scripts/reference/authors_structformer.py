@@ -9,15 +9,19 @@ read from a local copy (``--ref``, the folder that holds ``structformer/``) and 
       OUT/shim/wget.py: a ``wget`` that refuses to download (their data_penn imports it; the files exist);
       OUT/nltk_data/corpora/ptb/: an empty NLTK PTB (their main.py reads WSJ trees at start for a grammar test it
       does not run unless --test_grammar); prints the batches per epoch their ``batchify`` makes.
+  train    --ref REF --py-seed N -- THEIR_MAIN_ARGS
+      their main.py (``python -m structformer.main``) with Python's ``random`` seeded first: their utils.batchify
+      shuffles the batches with it, and their main.py seeds numpy and torch only, so two runs of one --seed
+      differ in batch order (and reach different numbers: wsj22 UAS 31.2 and 20.9 at 1,071 updates).
   parse    --ref REF --checkpoint CKPT --treebank X.mrg --dict OUT/data/dict.pkl --out-trees F --out-deps F
       their model on each sentence alone (batch 1, as their test_phrase_grammar): the tree from their
       ``tree_utils.build_tree(distance, words)`` (gap 0), heads by their rule (argmax of the head row, the word of
       the largest height the root), words by the evaluation's rule (fairseq-tree-induction-text's).
 
-Changes to their code: none. Their process gets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (their main.py unpickles
-its own [model, criterion, optimizer, scheduler] file, which torch >= 2.6 refuses by default) from the recipe,
-and ``parse`` unpickles their checkpoint the same way: run it on files your own reference run wrote, never on
-files from elsewhere.
+Changes to their code: none; their run is seeded where it was not (``train``). Their process gets
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (their main.py unpickles its own [model, criterion, optimizer, scheduler]
+file, which torch >= 2.6 refuses by default) from the recipe, and ``parse`` unpickles their checkpoint the same
+way: run it on files your own reference run wrote, never on files from elsewhere.
 """
 
 from __future__ import annotations
@@ -94,6 +98,20 @@ def batches(lengths, batch_size: int) -> int:
     return n + (count > 0)
 
 
+def train(args, their_args) -> None:
+    """Their ``structformer.main`` as ``python -m`` runs it from ``--ref``, after ``random.seed(--py-seed)``."""
+    import random
+    import runpy
+
+    ref = Path(args.ref).resolve()
+    if not (ref / "structformer" / "main.py").is_file():
+        raise SystemExit(f"--ref {args.ref}: no structformer/main.py there")
+    random.seed(args.py_seed)
+    sys.path.insert(0, str(ref))
+    sys.argv = [str(ref / "structformer" / "main.py"), *their_args]
+    runpy.run_module("structformer.main", run_name="__main__", alter_sys=True)
+
+
 def parse(args) -> None:
     import numpy as np
     import torch
@@ -154,9 +172,14 @@ def main(argv=None) -> None:
     b = sub.add_parser("parse")
     for name in ("--ref", "--checkpoint", "--treebank", "--dict", "--out-trees", "--out-deps"):
         b.add_argument(name, required=True)
-    args = p.parse_args(argv)
+    t = sub.add_parser("train", usage="%(prog)s --ref REF --py-seed N -- THEIR_MAIN_ARGS")
+    t.add_argument("--ref", required=True)
+    t.add_argument("--py-seed", type=int, required=True)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    theirs = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    prepare(args) if args.cmd == "prepare" else parse(args)
+    {"prepare": prepare, "parse": parse}[args.cmd](args) if args.cmd != "train" else train(args, theirs)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ SKIP = [
                                                    "test runs this table)"),
     ("induction.md", "fairseq-tree-report curves work/induction/", "reads the log of train_induction_ptb.sh "
                                                                   "(a recipe)"),
+    ("*", "fairseq-tree-report curves work/induction_wsj/", "reads the logs of induction_wsj.sh and "
+                                                           "reference_structformer.sh runs (recipes; report curves: "
+                                                           "test_induction_runs.py)"),
     ("RESULTS.md", "fairseq-tree-report curves work/ct_", "reads the logs of induction_wsj.sh runs (a recipe; "
                                                           "report curves: test_induction_runs.py)"),
     ("*", "fairseq-tree-report seeds --below", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "

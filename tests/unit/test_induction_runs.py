@@ -366,3 +366,48 @@ def test_report_induction_baselines_from_gold_when_no_run_is_scored(tmp_path, ca
     assert "| | random trees | | | - | - | | | |" in out  # random trees only from runs' scores (their seeds)
     assert main(["induction", str(tmp_path)]) == 0
     assert "| | right-branching | | | - | - | | | |" in capsys.readouterr().out
+
+
+def test_report_curves_puts_a_reference_recipes_scores_beside_a_fairseq_log(tmp_path, capsys, monkeypatch):
+    from fairseq_tree.cli import report_curves
+    from fairseq_tree.cli.report_curves import curve, main
+
+    run = tmp_path / "ours"
+    run.mkdir()
+    (run / "train.log").write_text("epoch 001 | loss 5 | num_updates 900\n", encoding="utf-8")
+    _valid(run, {1000: (26.0, 31.0), 2000: (30.25, 35.5)})
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    for u, uf1, uas in ((1000, 26.3, 31.2), (3000, 29.7, 37.4)):
+        (ref / f"scores_{u}.txt").write_text("a table first\n" + json.dumps(
+            {"uf1": uf1, "corpus_f1": 24.0, "uas": uas, "uuas": 42.3}) + "\n", encoding="utf-8")
+    (ref / "scores_best.txt").write_text(json.dumps({"uf1": 99.0}) + "\n", encoding="utf-8")  # not an update count
+    assert curve(ref, "uf1") == {1000: 26.3, 3000: 29.7}
+    assert curve(ref, "corpus_uf1") == {1000: 24.0, 3000: 24.0}  # fairseq's name, the scorer's corpus_f1
+    assert curve(ref, "ppl", required=False) == {}
+    with pytest.raises(SystemExit, match="no scores_U.txt with 'ppl'"):
+        curve(ref, "ppl")
+    plotted = []
+    monkeypatch.setattr(report_curves, "plot", lambda *a: plotted.append(a))  # the figure's inputs, not its pixels
+    main([str(run / "train.log"), str(ref), "--names", "ours", "theirs", "--metric", "uf1", "ppl", "uas",
+          "--png", "c.png", "--baseline", "38.3"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["| updates | ours | theirs |", "|---:|---:|---:|"]
+    # ppl: 133.58 in every validation line of ours, none in the reference's scores (only the first metric is required)
+    assert out[2:] == ["| 1,000 | 26.0 / 133.6 / 31.0 | 26.3 / - / 31.2 |", "| 2,000 | 30.2 / 133.6 / 35.5 |  |",
+                       "| 3,000 |  | 29.7 / - / 37.4 |"]
+    assert plotted == [(["ours", "theirs"], [{1000: 26.0, 2000: 30.25}, {1000: 26.3, 3000: 29.7}], "uf1", "c.png",
+                        38.3)]
+    main([str(ref)])  # the defaults: UF1, the run named after its path
+    assert capsys.readouterr().out.splitlines() == ["| updates | reference |", "|---:|---:|", "| 1,000 | 26.3 |",
+                                                    "| 3,000 | 29.7 |"]
+    with pytest.raises(SystemExit, match="no scores_U.txt with 'ppl'"):
+        main([str(ref), "--metric", "ppl", "uf1"])  # the first metric is required
+    with pytest.raises(SystemExit) as e:
+        main([str(run / "train.log"), str(ref), "--names", "ours"])
+    assert e.value.code == 2 and "--names gives 1 names for 2 runs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--metric METRIC [METRIC ...] one or more (a cell per run: 'a / b / c')" in help_text
+    assert "--png PNG the first metric's curves" in help_text and "scored by our scorer" in help_text

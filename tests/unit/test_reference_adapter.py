@@ -31,6 +31,32 @@ def adapter():
     return _load("authors_structformer")
 
 
+def test_train_seeds_pythons_random_and_hands_their_main_its_arguments(adapter, tmp_path, capsys):
+    """``train`` runs REF/structformer/main.py as ``python -m structformer.main`` would, after random.seed: a stand-in
+    main.py (their code is not in CI) prints what it sees: its name, argv, and the first draws of ``random``."""
+    import random
+    import sys
+
+    main_py = tmp_path / "structformer" / "main.py"
+    main_py.parent.mkdir()
+    (main_py.parent / "__init__.py").write_text("")
+    main_py.write_text("import random, sys\nprint(__name__, sys.argv[1:], [random.random() for _ in range(3)])\n")
+    path = list(sys.path)
+    try:
+        adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "1111", "--", "--data", "d", "--seed", "7"])
+        adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "2111", "--"])
+    finally:
+        sys.path[:] = path
+        sys.modules.pop("structformer.main", None)
+        sys.modules.pop("structformer", None)
+    first, second = capsys.readouterr().out.splitlines()
+    draws = {seed: random.Random(seed) for seed in (1111, 2111)}
+    assert first == f"__main__ ['--data', 'd', '--seed', '7'] {[draws[1111].random() for _ in range(3)]}"
+    assert second == f"__main__ [] {[draws[2111].random() for _ in range(3)]}"
+    with pytest.raises(SystemExit, match="no structformer/main.py there"):
+        adapter.main(["train", "--ref", str(tmp_path / "nowhere"), "--py-seed", "1", "--"])
+
+
 def test_batches_as_their_batchify(adapter):
     # sorted 1 2 3 4 5 6: batches close once they hold >= 5 words: [1 2 3] [4 5] [6] -> 3
     assert adapter.batches([6, 1, 5, 2, 4, 3], 5) == 3
