@@ -109,7 +109,7 @@ def train(args, their_args) -> None:
     random.seed(args.py_seed)
     sys.path.insert(0, str(ref))
     sys.argv = [str(ref / "structformer" / "main.py"), *their_args]
-    runpy.run_module("structformer.main", run_name="__main__", alter_sys=True)
+    runpy.run_module("structformer.main", run_name="__main__")
 
 
 def parse(args) -> None:

@@ -41,20 +41,41 @@ def test_train_seeds_pythons_random_and_hands_their_main_its_arguments(adapter, 
     main_py.parent.mkdir()
     (main_py.parent / "__init__.py").write_text("")
     main_py.write_text("import random, sys\nprint(__name__, sys.argv[1:], [random.random() for _ in range(3)])\n")
-    path = list(sys.path)
+    decoy = tmp_path / "decoy" / "structformer"  # another importable structformer: --ref's copy must win
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("")
+    (decoy / "main.py").write_text("print('decoy')\n")
+    path, argv = list(sys.path), list(sys.argv)
+    sys.path.insert(0, str(decoy.parent))
     try:
         adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "1111", "--", "--data", "d", "--seed", "7"])
-        adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "2111", "--"])
+        for name in ("structformer.main", "structformer"):
+            sys.modules.pop(name, None)
+        sys.argv = ["authors_structformer.py", "train", "--ref", str(tmp_path), "--py-seed", "2111", "--"]
+        adapter.main()  # the command line's arguments
     finally:
-        sys.path[:] = path
-        sys.modules.pop("structformer.main", None)
-        sys.modules.pop("structformer", None)
+        sys.path[:], sys.argv = path, argv
+        for name in ("structformer.main", "structformer"):
+            sys.modules.pop(name, None)
     first, second = capsys.readouterr().out.splitlines()
     draws = {seed: random.Random(seed) for seed in (1111, 2111)}
     assert first == f"__main__ ['--data', 'd', '--seed', '7'] {[draws[1111].random() for _ in range(3)]}"
     assert second == f"__main__ [] {[draws[2111].random() for _ in range(3)]}"
     with pytest.raises(SystemExit, match="no structformer/main.py there"):
         adapter.main(["train", "--ref", str(tmp_path / "nowhere"), "--py-seed", "1", "--"])
+    for missing in (["--ref", str(tmp_path)], ["--py-seed", "1"]):
+        with pytest.raises(SystemExit) as e:
+            adapter.main(["train", *missing, "--"])
+        assert e.value.code == 2
+    # the other commands are dispatched too (each stops at its first check without their code or the recipe's data)
+    with pytest.raises(SystemExit, match="missing \\(run scripts/recipes/induction_wsj.sh"):
+        adapter.main(["prepare", "--corpus-dir", str(tmp_path / "c"), "--ref", str(tmp_path), "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no structformer/structformer.py there"):
+        adapter.main(["parse", "--ref", str(tmp_path), *(x for k in ("checkpoint", "treebank", "dict", "out-trees",
+                                                                      "out-deps") for x in (f"--{k}", "f"))])
+    with pytest.raises(SystemExit):
+        adapter.main(["train", "--help"])
+    assert " train --ref REF --py-seed N -- THEIR_MAIN_ARGS\n" in capsys.readouterr().out
 
 
 def test_batches_as_their_batchify(adapter):
