@@ -40,13 +40,13 @@ def reference_curve(out: Path, metric: str) -> dict:
 def curve(log: Path, metric: str, required: bool = True) -> dict:
     """-> {updates: value} of the validations in ``log`` (a reference recipe's output directory: its scores); a log
     without one is an error when ``required``."""
-    if Path(log).is_dir():
+    reference = Path(log).is_dir()
+    if reference:
         points = reference_curve(log, metric)
     else:
         points = {u: m[metric] for u, m in validations(log).items() if metric in m}
     if not points and required:
-        raise SystemExit(f"{log}: no validation line with '{metric}'" if not Path(log).is_dir() else
-                         f"{log}: no scores_U.txt with '{metric}'")
+        raise SystemExit(f"{log}: no {'scores_U.txt' if reference else 'validation line'} with '{metric}'")
     return points
 
 

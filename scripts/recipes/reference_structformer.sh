@@ -27,6 +27,7 @@ OUT=${3:-$WORK/reference/$CORPUS}
 UPDATES=${UPDATES:-"1000 2000 5000 10000"}
 SIZE=${SIZE:---nhid 256 --nlayers 8 --nheads 4}
 BATCH=${BATCH:-820}
+SEED=${SEED:-1111}
 PY=${PYTHON:-python}
 case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac  # their run starts in REF
 export OMP_NUM_THREADS=${THREADS:-1} MKL_NUM_THREADS=${THREADS:-1}
@@ -55,9 +56,9 @@ for u in $UPDATES; do
   ck=$OUT/stage_$u.pt
   if [ ! -f "$ck" ] && [ "$epochs" -gt "$done_epochs" ]; then
     echo "== their training: to $((epochs * per_epoch)) updates ($epochs epochs of $per_epoch batches)"
-    (cd "$REF" && $ADAPT train --ref . --py-seed $(( ${SEED:-1111} + 1000 * done_epochs )) -- \
+    (cd "$REF" && $ADAPT train --ref . --py-seed $(( SEED + 1000 * done_epochs )) -- \
       --data "$OUT/data" $SIZE --n_parser_layers 3 --pos_emb \
-      --batch_size "$BATCH" --lr "${LR:-0.001}" --seed "${SEED:-1111}" --epochs $((epochs - done_epochs)) \
+      --batch_size "$BATCH" --lr "${LR:-0.001}" --seed "$SEED" --epochs $((epochs - done_epochs)) \
       --save "$ck.tmp" ${prev:+--resume "$prev"} "${CUDA_FLAG[@]}") > "$OUT/train_$u.log" 2>&1
     mv "$ck.tmp" "$ck"
   fi

@@ -98,7 +98,7 @@ def batches(lengths, batch_size: int) -> int:
     return n + (count > 0)
 
 
-def train(args, their_args) -> None:
+def train(args) -> None:
     """Their ``structformer.main`` as ``python -m`` runs it from ``--ref``, after ``random.seed(--py-seed)``."""
     import random
     import runpy
@@ -108,7 +108,7 @@ def train(args, their_args) -> None:
         raise SystemExit(f"--ref {args.ref}: no structformer/main.py there")
     random.seed(args.py_seed)
     sys.path.insert(0, str(ref))
-    sys.argv = [str(ref / "structformer" / "main.py"), *their_args]
+    sys.argv = [str(ref / "structformer" / "main.py"), *args.their_args]
     runpy.run_module("structformer.main", run_name="__main__")
 
 
@@ -176,10 +176,11 @@ def main(argv=None) -> None:
     t.add_argument("--ref", required=True)
     t.add_argument("--py-seed", type=int, required=True)
     argv = sys.argv[1:] if argv is None else list(argv)
-    theirs = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)  # train: what follows "--" is their main.py's
+    args = p.parse_args(argv[:cut])
+    args.their_args = argv[cut + 1:]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    {"prepare": prepare, "parse": parse}[args.cmd](args) if args.cmd != "train" else train(args, theirs)
+    {"prepare": prepare, "parse": parse, "train": train}[args.cmd](args)
 
 
 if __name__ == "__main__":
