@@ -411,3 +411,23 @@ def test_report_curves_puts_a_reference_recipes_scores_beside_a_fairseq_log(tmp_
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--metric METRIC [METRIC ...] one or more (a cell per run: 'a / b / c')" in help_text
     assert "--png PNG the first metric's curves" in help_text and "scored by our scorer" in help_text
+
+
+def test_curves_plot_zooms_on_the_lowest_value_and_writes_a_6_by_3_5_inch_figure_at_120_dpi(tmp_path, monkeypatch):
+    import struct
+
+    from matplotlib.figure import Figure
+
+    from fairseq_tree.cli.report_curves import plot
+
+    limits, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (limits.append(fig.axes[0].get_ylim()),
+                                                                  save(fig, *a, **k)))
+    png = tmp_path / "c.png"
+    # the lowest value over both curves is 3.0 (the second's minimum): y from 3.0 - 0.05 x 0.5 to 3.0 + 0.5
+    plot(["a", "b"], [{1: 5.0, 2: 4.0}, {1: 6.0, 2: 3.0}], "loss", str(png), zoom=0.5)
+    assert limits == [(pytest.approx(2.975), pytest.approx(3.5))]
+    width, height = struct.unpack(">II", png.read_bytes()[16:24])  # the PNG's IHDR: 6 x 3.5 inches at 120 dpi
+    assert (width, height) == (720, 420)
+    plot(["a"], [{1: 5.0, 2: 4.0}], "loss", str(png))  # no zoom: matplotlib's own limits, around the data
+    assert limits[1][0] < 4.0 and limits[1][1] > 5.0 and limits[1][1] - limits[1][0] < 1.5
