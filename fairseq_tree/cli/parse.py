@@ -33,6 +33,7 @@ from typing import Sequence
 
 from fairseq_tree.cli.logs import add_verbose_arg, setup_logging
 from fairseq_tree.evaluation.bracket_f1 import score_dependency_files, score_files
+from fairseq_tree.evaluation.plotting import figure, save
 from fairseq_tree.inference.export import resolve_folder
 from fairseq_tree.inference.parse import LALParser
 from fairseq_tree.safe_loading import UnsafeCheckpointError
@@ -73,22 +74,15 @@ def write_conllu(parses: Sequence[Tree], path: str) -> None:
 
 def plot_attention(words: Sequence[str], attention, head_names: Sequence[str], path: str) -> None:
     """attention [H, n + 2] (over BOS, words, EOS; rows ``head_names``) as a heat map in ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     att = attention.numpy()  # [H, n + 2]
     cols = ["<s>"] + list(words) + ["</s>"]
-    fig, ax = plt.subplots(figsize=(max(4, 0.45 * len(cols) + 2), max(3, 0.28 * len(head_names) + 1.5)))
+    fig, ax = figure(figsize=(max(4, 0.45 * len(cols) + 2), max(3, 0.28 * len(head_names) + 1.5)))
     im = ax.imshow(att, aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=8)
     ax.set_yticks(range(len(head_names)), head_names, fontsize=7)
     ax.set_title("Label Attention Layer: label-to-word attention")
     fig.colorbar(im, ax=ax)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def get_parser():

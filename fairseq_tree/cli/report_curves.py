@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tree.evaluation.induction_runs import run_value
+from fairseq_tree.evaluation.plotting import figure, save
 from fairseq_tree.evaluation.translation_runs import validations
 from fairseq_tree.utils.help_text import ArgumentParser
 
@@ -81,12 +82,7 @@ def _cell(run_curves: list, u: int) -> str:
 def plot(names, curves, metric: str, path: str, baseline=None, zoom=None) -> None:
     """Each curve ({updates: value}) a line; ``zoom``: the y axis from the smallest value to that much above it
     (the end of training, where losses differ in the second decimal)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(figsize=(6, 3.5))
     for name, c in zip(names, curves):
         ax.plot(sorted(c), [c[u] for u in sorted(c)], marker="o", markersize=2, label=name)
     if baseline is not None:
@@ -97,8 +93,7 @@ def plot(names, curves, metric: str, path: str, baseline=None, zoom=None) -> Non
     ax.set_xlabel("updates")
     ax.set_ylabel(metric)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path, dpi=120)
 
 
 def cli_main() -> None:

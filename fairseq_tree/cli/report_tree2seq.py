@@ -21,6 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from fairseq_tree.evaluation.plotting import figure, save
 from fairseq_tree.evaluation.translation_runs import RunError, fairseq_bleu, mean_sd, training
 from fairseq_tree.evaluation.translation_runs import paired_p as translation_paired_p
 from fairseq_tree.utils.help_text import ArgumentParser
@@ -73,12 +74,7 @@ def quality(records: list) -> str:
 def plot(points: dict, path: str):
     """BLEU − transformer (each seed a dot, the mean ± sd a bar) against the trees' wsj22 UF1, a panel per
     target. points: {tgt: [(source, uf1, [difference per seed])]}."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(points), figsize=(5 * len(points), 3.6), squeeze=False)
+    fig, axes = figure(1, len(points), figsize=(5 * len(points), 3.6), squeeze=False)
     for ax, (tgt, rows) in zip(axes[0], points.items()):
         for src, uf1, diffs in rows:
             dots = ax.scatter([uf1] * len(diffs), diffs, s=14, alpha=0.5)
@@ -90,8 +86,7 @@ def plot(points: dict, path: str):
         ax.set_ylabel("BLEU − transformer (same seed)")
         ax.set_title(f"en-{tgt}, test 2016")
         ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path, dpi=120)
 
 
 def main(argv=None):

@@ -1,4 +1,5 @@
-"""PNG figures of induced structure (matplotlib, Agg backend: no display needed).
+"""PNG figures of induced structure (matplotlib figures made without pyplot: no display needed, the
+process's backend untouched).
 
 * :func:`plot_prior_layers`: the constituent prior C of every layer as heat maps, one panel per layer, words on
   both axes (Wang et al. 2019, Fig. 5);
@@ -21,21 +22,22 @@ import numpy as np
 from fairseq_tree.trees.tree import Span
 
 
-def _plt():
-    import matplotlib
+def figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """A matplotlib ``Figure`` and its axes (``Figure.subplots``'s ``nrows, ncols, squeeze``; the rest go to
+    ``Figure``), made without pyplot: the process's backend and pyplot's figure list are left as they were (a
+    notebook's inline plots keep working after a call from it); -> (fig, axes)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")  # no GUI, whatever the environment says
-    import matplotlib.pyplot as plt
+    squeeze = kwargs.pop("squeeze", True)
+    fig = Figure(**kwargs)
+    return fig, fig.subplots(nrows, ncols, squeeze=squeeze)
 
-    return plt
 
-
-def _save(plt, fig, path: str, dpi: int = 100, tight: bool = True) -> str:
-    """Write ``fig`` to ``path`` and free it (pyplot keeps every open figure); -> path."""
+def save(fig, path: str, dpi: int = 100, tight: bool = True) -> str:
+    """Write ``fig`` to ``path`` (its format from the suffix, through Agg for PNG); -> path."""
     if tight:
         fig.tight_layout()
     fig.savefig(path, dpi=dpi)
-    plt.close(fig)
     return path
 
 
@@ -62,11 +64,10 @@ def plot_prior_layers(maps: Union[Mapping[str, object], Sequence, object], words
     for name, m in zip(names, mats):
         if m.shape != (n, n):
             raise ValueError(f"{name}: map of shape {m.shape}, expected {(n, n)} for {n} words")
-    plt = _plt()
     cols = max(1, min(cols, len(mats)))
     rows = max(1, math.ceil(len(mats) / cols))
     size = 0.9 + 0.22 * n
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * size + 1, rows * size + 0.5), squeeze=False)
+    fig, axes = figure(rows, cols, figsize=(cols * size + 1, rows * size + 0.5), squeeze=False)
     im = None
     for k, ax in enumerate(axes.flat):
         if k >= len(mats):
@@ -80,7 +81,7 @@ def plot_prior_layers(maps: Union[Mapping[str, object], Sequence, object], words
         ax.set_yticklabels(words, fontsize=6)
     if im is not None:
         fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
-    return _save(plt, fig, path, tight=False)  # the colorbar spans the panels: no tight layout
+    return save(fig, path, tight=False)  # the colorbar spans the panels: no tight layout
 
 
 def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool] = None) -> str:
@@ -92,9 +93,8 @@ def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool
         root = m.shape == (n, n + 1)
     if m.shape != (n, n + int(root)):
         raise ValueError(f"matrix of shape {m.shape}, expected {(n, n + int(root))} for {n} words")
-    plt = _plt()
     size = 1.2 + 0.3 * n
-    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    fig, ax = figure(figsize=(size + 1.2, size))
     im = ax.imshow(m, cmap="Blues", vmin=0.0, vmax=max(float(m.max()), 1e-6), interpolation="nearest")
     ax.set_xticks(range(m.shape[1]))
     ax.set_yticks(range(n))
@@ -103,7 +103,7 @@ def plot_dependency(matrix, words: Sequence[str], path: str, root: Optional[bool
     ax.set_xlabel("parent")
     ax.set_ylabel("word")
     fig.colorbar(im, ax=ax, shrink=0.8)
-    return _save(plt, fig, path)
+    return save(fig, path)
 
 
 def tree_layout(spans: Sequence[Span], n: int) -> Tuple[List[Tuple[float, float]], List[Tuple[int, int]]]:
@@ -134,9 +134,8 @@ def plot_tree(spans: Sequence[Span], words: Sequence[str], path: str, title: Opt
     """Line drawing of the tree given by ``spans`` (half-open word spans, e.g. ``InducedStructure.spans[b]``)."""
     n = len(words)
     pos, edges = tree_layout(spans, n)
-    plt = _plt()
     height = max((y for _, y in pos), default=0.0)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * n, 1.0 + 0.5 * (height + 1)))
+    fig, ax = figure(figsize=(1.0 + 0.6 * n, 1.0 + 0.5 * (height + 1)))
     for p, c in edges:
         ax.plot([pos[p][0], pos[c][0]], [pos[p][1], pos[c][1]], color="k", lw=1)
     ax.scatter([x for x, _ in pos[n:]], [y for _, y in pos[n:]], s=12, color="tab:blue", zorder=3)
@@ -147,7 +146,7 @@ def plot_tree(spans: Sequence[Span], words: Sequence[str], path: str, title: Opt
     ax.axis("off")
     if title:
         ax.set_title(title, fontsize=9)
-    return _save(plt, fig, path)
+    return save(fig, path)
 
 
 def size_series(points: Mapping[str, Sequence[Mapping]], metric: str) -> List[Tuple[str, list, list, list]]:
@@ -172,12 +171,11 @@ def plot_corpus_size(points: Mapping[str, Sequence[Mapping]], path: str, baselin
     points: :func:`fairseq_tree.evaluation.induction_runs.size_points`'s ``{arch: [{'sentences', 'uf1': [..],
         'uas': [..]}, ...]}``.
     """
-    plt = _plt()
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     sizes = [p["sentences"] for pts in points.values() for p in pts] + ([reference] if reference else [])
     span = (min(sizes) / 2, max(sizes) * 2)  # room on a log axis for a single point
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = figure(1, 2, figsize=(10, 3.8))
     for ax, metric, label in zip(axes, ("uf1", "uas"), ("wsj22 UF1", "wsj22 UAS")):
         for arch, xs, means, sds in size_series(points, metric):  # an arch keeps its colour in both panels
             ax.errorbar(xs, means, yerr=sds, marker="o", capsize=3, label=arch, color=f"C{list(points).index(arch)}")
@@ -198,7 +196,10 @@ def plot_corpus_size(points: Mapping[str, Sequence[Mapping]], path: str, baselin
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
-    return _save(plt, fig, path, dpi=110)
+    return save(fig, path, dpi=110)
 
 
-__all__ = ["plot_corpus_size", "size_series", "plot_prior_layers", "plot_dependency", "plot_tree", "tree_layout"]
+__all__ = [
+    "figure", "save", "plot_corpus_size", "size_series", "plot_prior_layers", "plot_dependency", "plot_tree",
+    "tree_layout",
+]

@@ -354,6 +354,37 @@ def test_plots_write_png(tmp_path):
         plot_dependency(torch.rand(3, 3), words, str(tmp_path / "bad.png"))
 
 
+def test_plots_leave_the_processs_backend_and_pyplots_figures_as_they_were(tmp_path):
+    """A notebook user's process (here: backend pdf, pyplot imported) after every figure the package draws: the
+    backend unchanged, pyplot's figure list empty, each PNG written (its own process: backends are per process)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import matplotlib
+matplotlib.use("pdf")
+import matplotlib.pyplot as plt
+import torch
+from fairseq_tree.cli.parse import plot_attention
+from fairseq_tree.cli.report_curves import plot
+from fairseq_tree.cli.report_tree2seq import plot as plot_bleu
+from fairseq_tree.evaluation.plotting import plot_corpus_size, plot_dependency, plot_prior_layers, plot_tree
+w, d = ["a", "b", "c"], {str(tmp_path)!r}
+plot_prior_layers(torch.rand(2, 3, 3), w, d + "/1.png")
+plot_dependency(torch.rand(3, 4), w, d + "/2.png")
+plot_tree([(0, 2), (0, 3)], w, d + "/3.png")
+plot_corpus_size({{"m": [{{"sentences": 10, "uf1": [30.0], "uas": [20.0]}}]}}, d + "/4.png")
+plot(["x"], [{{1: 1.0, 2: 0.5}}], "loss", d + "/5.png")
+plot_bleu({{"de": [("lal", 80.0, [0.1, -0.2])]}}, d + "/6.png")
+plot_attention(w, torch.rand(2, 5), ["h1", "h2"], d + "/7.png")
+print(matplotlib.get_backend(), len(plt.get_fignums()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["pdf", "0"]
+    for k in range(1, 8):
+        assert (tmp_path / f"{k}.png").read_bytes()[:8] == PNG_MAGIC
+
+
 def test_parser_quality_right_branching_hand_computed(tmp_path):
     """fairseq-tree-parser-quality --parser right: sentence 1 gold {NP (0,2), VP (2,4)}, right-branching {(1,4),
     (2,4)}: F1 50; sentence 2 (the final '.' dropped by the rules) gold {VP (1,4), NP (2,4)}, predicted over the 5
