@@ -59,7 +59,9 @@ SKIP = [
                               "test_tree2seq_recipe.py, test_multi30k_anchor_recipe.py)"),
     ("*", "python scripts/benchmarks/", "benchmarks (minutes; some need CUDA or recipe outputs): their flags are "
                                         "checked by test_docs_commands.py"),
-    ("RESULTS.md", "python scripts/diagnostics/", "reads a checkpoint of a recipe's training run (minutes)"),
+    ("RESULTS.md", "fairseq-tree-induce --path work/induction_wsj/", "scores a checkpoint of induction_wsj.sh (a "
+                                                                    "recipe; fairseq-tree-induce: induction.md's "
+                                                                    "commands and test_tree_induction.py)"),
     ("*", "fairseq-tree-report tree2seq work/", "reads the output folder of train_tree2seq_multi30k.sh (a recipe)"),
     ("*", "fairseq-tree-report sst work/sst", "reads the output folder of train_sst.sh (a recipe)"),
     ("*", "fairseq-tree-report anchor work/anchor", "reads the output folder of multi30k_anchor.sh (a recipe; its "
@@ -69,8 +71,6 @@ SKIP = [
     ("*", "fairseq-tree-report curves work/induction_wsj/", "reads the logs of induction_wsj.sh and "
                                                            "reference_structformer.sh runs (recipes; report curves: "
                                                            "test_induction_runs.py)"),
-    ("RESULTS.md", "fairseq-tree-report curves work/ct_", "reads the logs of induction_wsj.sh runs (a recipe; "
-                                                          "report curves: test_induction_runs.py)"),
     ("*", "fairseq-tree-report seeds --below", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
                                                "test_induction_runs.py)"),
     ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
