@@ -1,4 +1,5 @@
-"""The places where fairseq's API leaves no argument for the tree, and the side channel each one uses.
+"""The places where fairseq's API leaves no argument for what the plugin needs (the tree, a validation's loss), and the
+side channel each one uses.
 
 Everything else reaches the models through ``net_input`` and ``encoder_out``; only these do not, and they are
 kept here (or, for the third, named here), documented, with a check that fails loudly instead of using a stale
@@ -28,6 +29,14 @@ value.
    builds the token embeddings (sharing them, with its checks) and calls ``cls.build_encoder(cfg, src_dict,
    embed_tokens)``: no task, so no node-label dictionary. ``Tree2SeqModel.build_model`` sets
    ``cfg.label_dictionary`` on the config it builds for that one call and deletes it afterwards.
+
+4. **Validation -> the learning-rate scheduler** (:data:`VALIDATION_LOSSES`). At each epoch's end fairseq's train
+   loop calls the scheduler's ``step(epoch, val_loss)`` with ``val_loss`` = that validation's
+   ``--best-checkpoint-metric`` (``uf1``, maximised, in the induction recipes), never its loss, and a scheduler is
+   built from ``(cfg, optimizer)`` alone. ``TreeInductionTask.post_validate`` (fairseq calls it after each
+   validation) records the validation's loss with its update count here, and ``--lr-scheduler loss_plateau``
+   takes the loss recorded at its own update count; none there (another task, a stale loss) raises. One object
+   per process, as fairseq-train trains one model per process.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -101,4 +110,29 @@ class InteractiveTrees:
         net_input["src_spans"] = last["src_spans"].to(tokens.device)
 
 
-__all__ = ["TreeContext", "InteractiveTrees"]
+class ValidationLosses:
+    """The latest validation's loss and its update count (side channel 4 of the module docstring)."""
+
+    def __init__(self):
+        self._latest: Optional[Tuple[int, float]] = None
+
+    def record(self, num_updates: int, loss: float) -> None:
+        self._latest = (int(num_updates), float(loss))
+
+    def latest(self) -> Optional[Tuple[int, float]]:
+        """(update count, loss) of the latest validation, None before any."""
+        return self._latest
+
+    def at(self, num_updates: int) -> float:
+        """The loss of the validation at ``num_updates`` updates."""
+        if self._latest is None or self._latest[0] != num_updates:
+            raise RuntimeError(f"no validation loss recorded at update {num_updates} (the latest: {self._latest}, "
+                               "(updates, loss)): --lr-scheduler loss_plateau needs --task tree_induction, whose "
+                               "post_validate records it")
+        return self._latest[1]
+
+
+#: the process's validation losses (side channel 4)
+VALIDATION_LOSSES = ValidationLosses()
+
+__all__ = ["TreeContext", "InteractiveTrees", "ValidationLosses", "VALIDATION_LOSSES"]

@@ -39,6 +39,7 @@ from omegaconf import II
 
 from fairseq_tree.data.masked_sentence_dataset import MaskedSentenceDataset, MaskPolicy
 from fairseq_tree.evaluation.unsupervised import attachment, read_gold, scored_spans, sentence_f1
+from fairseq_tree.side_channels import VALIDATION_LOSSES
 from fairseq_tree.tasks.criterion_check import CriterionCheck
 from fairseq_tree.tasks.data_paths import record_absolute_data
 from fairseq_tree.tasks.leftovers import KeepsLeftoverSentences
@@ -249,3 +250,9 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
         if "_ev_uas_correct" in keys:
             metrics.log_derived("uas", ratio("_ev_uas_correct", "_ev_dep_total"))
             metrics.log_derived("uuas", ratio("_ev_uuas_correct", "_ev_dep_total"))
+
+    def post_validate(self, model, stats, agg):
+        """fairseq's hook after each validation: its loss (the meter's unrounded mean; ``stats`` rounds to 3
+        decimals) at this update count, for ``--lr-scheduler loss_plateau`` (side channel 4)."""
+        loss = agg["loss"].avg if "loss" in agg else stats["loss"]
+        VALIDATION_LOSSES.record(stats["num_updates"], loss)

@@ -4,13 +4,16 @@
 #
 #   scripts/recipes/induction_wsj.sh [SHARED=../shared] [WORK=work/induction_wsj]
 #   env: RUNS="structformer_small constituent_transformer_small" (archs: "" suffix = the papers' sizes)
-#        SEEDS="1 2 3"  CORPUS=wsj  PATIENCE=10 (validations without a better wsj22 UF1)  VALIDATE=1000 (updates)
+#        SEEDS="1 2 3"  CORPUS=wsj  PATIENCE=10 (validations without a better wsj22 UF1)
+#        VALIDATE=1000 (updates) | epoch (a validation at the end of each epoch, as the authors' loops do)
 #        MAX_UPDATE=200000  DEVICE=cpu|cuda  THREADS=1  POLL=30  EXTRA="..." (more fairseq-train flags; recorded)
 #        STOP_AFTER=UPDATES (this call trains a run to at most that many updates: a resumable slice, e.g. a GPU lease)
 #        VARIANTS="paper" | "paper code" | "code": code = the model as its authors' code trains it; its runs are
 #        ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled embeddings, linear LM
 #        head, Adam (0.9, 0.999) eps 1e-9, weight decay 1.2e-6 (fairseq's adam: decoupled; theirs is L2 in the
-#        gradient: EXTRA="--optimizer adam_l2"), clip 0.25, fixed lr 1e-3, no warmup. Constituent attention
+#        gradient: EXTRA="--optimizer adam_l2"), clip 0.25, lr 1e-3, no warmup, kept fixed (SCHEDULE=plateau:
+#        halved as their main.py does, after 3 epochs without a lower validation loss: --lr-scheduler loss_plateau,
+#        with VALIDATE=epoch; the recorded rows are SCHEDULE=fixed). Constituent attention
 #        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
 #        LayerNorm, their parse (min layer 2, the 0.7 rule), [CLS] in the link chain, their untied output layer
 #        and xavier init, each word, [CLS] and [UNK] predicted with p = 1/7, 64 random sentences a batch (not
@@ -38,6 +41,12 @@ SEEDS=${SEEDS:-"1 2 3"}
 CORPUS=${CORPUS:-wsj}
 PATIENCE=${PATIENCE:-10}
 VALIDATE=${VALIDATE:-1000}
+SCHEDULE=${SCHEDULE:-fixed}
+case $SCHEDULE/$VALIDATE in
+  fixed/*|plateau/epoch) ;;
+  plateau/*) echo "SCHEDULE=plateau halves the rate at epochs' ends: set VALIDATE=epoch" >&2; exit 2 ;;
+  *) echo "SCHEDULE=$SCHEDULE: fixed or plateau" >&2; exit 2 ;;
+esac
 MAX_UPDATE=${MAX_UPDATE:-200000}
 DEVICE=${DEVICE:-cpu}
 POLL=${POLL:-30}
@@ -85,7 +94,8 @@ CA_CODE_OPT+=" --weight-decay 0 --batch-size 64"
 flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)
   local model="" opt=$PAPER_OPT batch="--max-tokens 1024"
   case $3/$1 in
-    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT ;;
+    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT
+      [ "$SCHEDULE" = fixed ] || opt=${opt/--lr-scheduler fixed --warmup-updates 0/--lr-scheduler loss_plateau} ;;
     code/constituent_transformer*) model=" $CA_CODE_MODEL" opt=$CA_CODE_OPT batch="--max-tokens 8192" ;;
   esac
   echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer adam" \
@@ -118,9 +128,11 @@ train() {  # arch seed variant
   echo "== $(date -u +%FT%TZ) start/resume on $DEVICE" >> "$dir/train.log"
   # shellcheck disable=SC2046  # the recorded flags, word-split (none holds a space)
   local upto=$MAX_UPDATE; [ -n "${STOP_AFTER:-}" ] && [ "$STOP_AFTER" -lt "$upto" ] && upto=$STOP_AFTER
+  local val=(--validate-interval 1000000 --validate-interval-updates "$VALIDATE" --save-interval-updates "$VALIDATE"
+             --keep-interval-updates 1)
+  [ "$VALIDATE" = epoch ] && val=(--validate-interval 1 --save-interval 1)
   fairseq-train --user-dir "$REPO/fairseq_tree" $f "${DEV[@]}" --save-dir "$dir" --max-update "$upto" \
-    --patience "$PATIENCE" --validate-interval 1000000 --validate-interval-updates "$VALIDATE" \
-    --save-interval-updates "$VALIDATE" --keep-interval-updates 1 --no-epoch-checkpoints \
+    --patience "$PATIENCE" "${val[@]}" --no-epoch-checkpoints \
     --log-format simple --log-interval 100 >> "$dir/train.log" 2>&1 &
   TRAIN_PID=$!
   local saves=0 n

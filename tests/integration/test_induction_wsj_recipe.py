@@ -2,6 +2,7 @@
 ptb_sample/train + wsj_text, wsj22 never trained on, selection on wsj22 UF1), a slice of a run ended by STOP_AFTER,
 the same call again resuming it from its checkpoint to its end, both parses of StructFormer scored, the table."""
 
+import re
 import subprocess
 import sys
 
@@ -105,6 +106,23 @@ def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
         assert arg in log, arg
     assert (run / "induce_wsj22" / "scores.json").is_file()
     assert "| wsj | `structformer_tiny_code` | 1 | 3/3 |" in res.stdout
+
+
+def test_code_variant_with_their_plateau_schedule_validates_every_epoch(shared_slice, tmp_path):
+    """SCHEDULE=plateau VALIDATE=epoch: StructFormer's code variant with --lr-scheduler loss_plateau in place of
+    the fixed rate, a validation (and a save) at the end of every epoch; without VALIDATE=epoch it refuses."""
+    refused = _recipe(shared_slice, tmp_path / "w0", VARIANTS="code", SCHEDULE="plateau")
+    assert refused.returncode == 2 and "set VALIDATE=epoch" in refused.stderr
+    res = _recipe(shared_slice, tmp_path / "work", VARIANTS="code", SCHEDULE="plateau", VALIDATE="epoch")
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = tmp_path / "work" / "wsj" / "structformer_tiny_code_s1"
+    flags = (run / "flags.txt").read_text(encoding="utf-8")
+    assert "--lr-scheduler loss_plateau" in flags and "--warmup-updates" not in flags and "fixed" not in flags
+    log = (run / "train.log").read_text(encoding="utf-8")
+    epochs = len(re.findall(r"end of epoch \d+ \(average epoch stats below\)", log))
+    validations = re.findall(r"valid on 'valid' subset .*?num_updates (\d+)", log)
+    assert epochs >= 2 and len(validations) == epochs  # one at each epoch's end (the last at MAX_UPDATE = 9)
+    assert "'lr_scheduler': {'_name': 'loss_plateau', 'lr_shrink': 0.5, 'lr_patience': 2, 'lr_threshold': 0.0" in log
 
 
 def test_gpu_lease_induction_phase_brings_back_the_curves(shared_slice, tmp_path):

@@ -361,6 +361,50 @@ def test_adam_l2_trains_saves_and_resumes(corpus, tmp_path):
     assert float(next(iter(state["last_optimizer_state"]["state"].values()))["step"]) == 3  # resumed, not afresh
 
 
+def test_loss_plateau_halves_on_the_loss_and_resumes_exactly(corpus, tmp_path):
+    """--lr-scheduler loss_plateau through fairseq-train, selecting on UF1: each epoch's rate follows the rule
+    (patience 1: halved after two epochs in a row without a validation loss under the best so far) applied by
+    hand to the logged losses, and a run stopped after epoch 5, with one such epoch counted, then resumed, logs
+    the uninterrupted run's losses and rates (fairseq's own reduce_lr_on_plateau would step on the UF1 and
+    forget the count)."""
+    lines = (corpus / "train.txt").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "train.txt").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
+    (tmp_path / "valid.txt").write_text("\n".join(lines[300:400]) + "\n", encoding="utf-8")
+    _run(BIN / "fairseq-preprocess", "--only-source", "--trainpref", tmp_path / "train.txt", "--validpref",
+         tmp_path / "valid.txt", "--destdir", tmp_path / "bin", "--nwordssrc", "1000")
+
+    def train(save, epochs):
+        out = _run(BIN / "fairseq-train", tmp_path / "bin", "--user-dir", REPO / "fairseq_tree", "--task",
+                   "tree_induction", "--arch", "structformer_tiny", "--criterion", "masked_lm", "--optimizer",
+                   "adam", "--lr", "0.01", "--lr-scheduler", "loss_plateau", "--lr-patience", "1",
+                   "--validate-interval", "1", "--max-tokens", "2000", "--max-epoch", str(epochs), "--cpu",
+                   "--seed", "1", "--save-dir", save, "--no-epoch-checkpoints", "--log-format", "simple",
+                   "--eval-treebank", corpus / "gold.mrg", "--best-checkpoint-metric", "uf1",
+                   "--maximize-best-checkpoint-metric")
+        log = out.stdout + out.stderr
+        losses = [float(x) for x in re.findall(r"valid on 'valid' subset \| loss ([\d.]+)", log)]
+        rates = [float(x) for x in re.findall(r"\| train \|.*? lr ([\d.e-]+)", log)]
+        return losses, rates
+
+    losses, rates = train(tmp_path / "a", 8)
+    expected, best, bad, counts = [0.01], float("inf"), 0, []
+    for loss in losses[:-1]:
+        best, bad = (loss, 0) if loss < best else (best, bad + 1)
+        if bad == 2:
+            expected, bad = expected + [expected[-1] / 2], 0
+        else:
+            expected.append(expected[-1])
+        counts.append(bad)
+    assert len(losses) == len(rates) == 8
+    assert rates == pytest.approx(expected) and min(rates) < 0.01  # it did halve
+    assert counts[4] == 1  # after epoch 5 one epoch without a lower loss is counted: the resume must keep it
+    first, first_rates = train(tmp_path / "b", 5)
+    rest, rest_rates = train(tmp_path / "b", 8)
+    assert first + rest == pytest.approx(losses, abs=1e-6) and first_rates + rest_rates == pytest.approx(rates)
+    state = assert_safe_checkpoint(tmp_path / "b" / "checkpoint_last.pt")
+    assert state["optimizer_history"][-1]["lr_scheduler_state"]["_last_lr"] == [pytest.approx(rates[-1])]
+
+
 def test_init_checkpoint_is_the_runs_start_and_crosses_init_with_draws(corpus, tmp_path):
     """scripts/diagnostics/init_checkpoint.py: seed S's initial weights, through --finetune-from-model, give seed
     S's run update for update (losses at every update, final weights); another seed's init on the same draws
