@@ -25,7 +25,9 @@
 #   wsj       ptb + wsj_text/wsj15-18 + wsj20 (14,221; the papers' protocol: no scored sentence is trained on)
 #   wsj_all   wsj + wsj22's text (15,921; Wang et al.'s "WSJ-all": the selection set's text is trained on)
 #   wsj_brown wsj + brown (71,380: 181 Brown lines without a word dropped, counted; Brown is out of the WSJ domain)
-# Validation loss on ptb_sample/valid's text; model selection (checkpoint_best) on wsj22 UF1 (--eval-treebank).
+# Validation on wsj22's words: --eval-treebank takes the valid split's place, so the validation loss (and
+# SCHEDULE=plateau's steps) are wsj22's too (the authors' code validates on ptb_sample/valid's text, text/valid.txt);
+# model selection (checkpoint_best) on wsj22 UF1.
 # The papers score WSJ23, which this project does not hold: the rows are wsj22 and ptb_sample/valid.
 #
 # A run (WORK/CORPUS/ARCH_sSEED) goes on from its checkpoint_last.pt when called again, and stops where one
