@@ -52,7 +52,7 @@ class LossPlateau(FairseqLRScheduler):
             threshold=cfg.lr_threshold)
         self.num_updates = 0
         self.started_at = None  # the update count this process started training from (a resume: the checkpoint's)
-        self.epoch = None  # the epoch whose end the scheduler last stepped at
+        self.epoch = None  # the epoch whose end the scheduler last stepped at (None: none yet)
         self.stepped_at = None  # and that step's update count
         self.pending = None  # a resumed checkpoint's loss not yet stepped on
 
@@ -86,7 +86,7 @@ class LossPlateau(FairseqLRScheduler):
         elif self.started_at is not None and self.num_updates > self.started_at:
             raise RuntimeError(f"--lr-scheduler loss_plateau: epoch {epoch} ended at update {self.num_updates} "
                                "without a validation; validate at the end of every epoch (--validate-interval 1)")
-        elif self.pending is not None and self.epoch is not None and self.epoch < epoch - 1:
+        elif self.pending is not None and (self.epoch or 0) < epoch - 1:
             self._step(epoch - 1, self.pending)  # resumed after an epoch's last checkpoint: its step is still due
         self.pending = None
         return self.optimizer.get_lr()

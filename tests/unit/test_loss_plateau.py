@@ -77,6 +77,18 @@ def test_loss_plateau_resumes_with_its_count_and_the_loss_fairseq_saved_before_s
     assert m.state_dict()["num_bad_epochs"] == 1 and m.state_dict()["epoch"] == 3
 
 
+def test_loss_plateau_resumed_after_the_first_epochs_checkpoint_steps_on_its_loss():
+    # patience 0: epoch 1 sets the best (5.0), epoch 2's 5.0 is not lower and halves the rate, as uninterrupted
+    s = scheduler(lr_patience=0)
+    s.step_update(10)
+    VALIDATION_LOSSES.record(10, 5.0)  # epoch 1's validation; its checkpoint is saved here, before any step
+    r = scheduler(lr_patience=0)
+    r.load_state_dict(s.state_dict())
+    r.step_update(10)
+    r.step(2, None)
+    assert epoch_end(r, 2, 5.0) == pytest.approx(5e-4)
+
+
 def test_loss_plateau_saves_only_a_loss_it_has_not_stepped_on():
     s = scheduler()
     epoch_end(s, 1, 5.0)
