@@ -22,13 +22,12 @@ import numpy as np
 from fairseq_tree.trees.tree import Span
 
 
-def figure(nrows: int = 1, ncols: int = 1, **kwargs):
-    """A matplotlib ``Figure`` and its axes (``Figure.subplots``'s ``nrows, ncols, squeeze``; the rest go to
-    ``Figure``), made without pyplot: the process's backend and pyplot's figure list are left as they were (a
-    notebook's inline plots keep working after a call from it); -> (fig, axes)."""
+def figure(nrows: int = 1, ncols: int = 1, squeeze: bool = True, **kwargs):
+    """A matplotlib ``Figure`` (``kwargs``: ``Figure``'s) and its axes (``Figure.subplots``), made without
+    pyplot: the process's backend and pyplot's figure list are left as they were (a notebook's inline plots keep
+    working after a call from it); -> (fig, axes)."""
     from matplotlib.figure import Figure
 
-    squeeze = kwargs.pop("squeeze", True)
     fig = Figure(**kwargs)
     return fig, fig.subplots(nrows, ncols, squeeze=squeeze)
 

@@ -59,7 +59,8 @@ class LossPlateau(FairseqLRScheduler):
     def state_dict(self):
         """The torch scheduler's counters, the epoch of its last step, and a validation loss it has not stepped on
         yet: fairseq saves an epoch's last checkpoint after that epoch's validation but before its ``lr_step``."""
-        state = {k: self.plateau.state_dict()[k] for k in COUNTERS}
+        full = self.plateau.state_dict()
+        state = {k: full[k] for k in COUNTERS}
         pending = VALIDATION_LOSSES.latest()
         if pending is not None and pending[0] == self.num_updates and self.stepped_at != self.num_updates:
             state["pending_loss"] = pending[1]
@@ -69,7 +70,7 @@ class LossPlateau(FairseqLRScheduler):
         state = dict(state_dict)
         self.epoch, self.pending = state.pop("epoch", None), state.pop("pending_loss", None)
         self.plateau.load_state_dict({**self.plateau.state_dict(), **state})
-        self.optimizer.set_lr(self.plateau.state_dict()["_last_lr"][0])
+        self.optimizer.set_lr(state["_last_lr"][0])
         self.started_at = None  # fairseq sets the checkpoint's update count next
 
     def step_update(self, num_updates):

@@ -254,5 +254,4 @@ class TreeInductionTask(KeepsLeftoverSentences, CriterionCheck, FairseqTask):
     def post_validate(self, model, stats, agg):
         """fairseq's hook after each validation: its loss (the meter's unrounded mean; ``stats`` rounds to 3
         decimals) at this update count, for ``--lr-scheduler loss_plateau`` (side channel 4)."""
-        loss = agg["loss"].avg if "loss" in agg else stats["loss"]
-        VALIDATION_LOSSES.record(stats["num_updates"], loss)
+        VALIDATION_LOSSES.record(stats["num_updates"], agg["loss"].avg)

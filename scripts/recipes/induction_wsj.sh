@@ -44,8 +44,9 @@ CORPUS=${CORPUS:-wsj}
 PATIENCE=${PATIENCE:-10}
 VALIDATE=${VALIDATE:-1000}
 SCHEDULE=${SCHEDULE:-fixed}
-case $SCHEDULE/$VALIDATE in
-  fixed/*|plateau/epoch) ;;
+case $SCHEDULE/$VALIDATE in  # StructFormer's code variant: its rate schedule
+  fixed/*) CODE_SCHEDULE="--lr-scheduler fixed --warmup-updates 0" ;;
+  plateau/epoch) CODE_SCHEDULE="--lr-scheduler loss_plateau" ;;
   plateau/*) echo "SCHEDULE=plateau halves the rate at epochs' ends: set VALIDATE=epoch" >&2; exit 2 ;;
   *) echo "SCHEDULE=$SCHEDULE: fixed or plateau" >&2; exit 2 ;;
 esac
@@ -84,7 +85,7 @@ text() {  # corpus -> its training text, written once (atomic: fairseq-tree-indu
 # 2. train: the settings of train_induction_ptb.sh's CPU rows (RESULTS.md), wsj22 UF1 selects and stops
 CODE_MODEL="--sf-calibrate --sf-parser-layernorm --sf-leaky-relu --encoder-learned-pos --attention-dropout 0"
 CODE_MODEL+=" --no-scale-embedding --lm-head linear"
-CODE_OPT="--adam-betas (0.9,0.999) --adam-eps 1e-9 --lr 1e-3 --lr-scheduler fixed --warmup-updates 0 --clip-norm 0.25"
+CODE_OPT="--adam-betas (0.9,0.999) --adam-eps 1e-9 --lr 1e-3 $CODE_SCHEDULE --clip-norm 0.25"
 CODE_OPT+=" --weight-decay 1.2e-6"
 PAPER_OPT="--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0"
 PAPER_OPT+=" --weight-decay 0.01"
@@ -96,8 +97,7 @@ CA_CODE_OPT+=" --weight-decay 0 --batch-size 64"
 flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)
   local model="" opt=$PAPER_OPT batch="--max-tokens 1024"
   case $3/$1 in
-    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT
-      [ "$SCHEDULE" = fixed ] || opt=${opt/--lr-scheduler fixed --warmup-updates 0/--lr-scheduler loss_plateau} ;;
+    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT ;;
     code/constituent_transformer*) model=" $CA_CODE_MODEL" opt=$CA_CODE_OPT batch="--max-tokens 8192" ;;
   esac
   echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer adam" \
