@@ -346,7 +346,8 @@ def test_plots_write_png(tmp_path):
     outs = [plot_prior_layers(prior, words, str(tmp_path / "prior.png")),
             plot_prior_layers({"prior_layer0": prior[0], "prior_layer1": prior[1]}, words, str(tmp_path / "p2.png")),
             plot_dependency(dep, words, str(tmp_path / "dep.png")),
-            plot_tree([(0, 2), (2, 4), (0, 4)], words, str(tmp_path / "tree.png"))]
+            plot_tree([(0, 2), (2, 4), (0, 4)], words, str(tmp_path / "tree.png")),
+            plot_prior_layers(prior[:1], words, str(tmp_path / "one.png"))]  # one panel: a grid of one
     for path in outs:
         data = open(path, "rb").read()
         assert len(data) > 100 and data[:8] == PNG_MAGIC
