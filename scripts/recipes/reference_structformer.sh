@@ -17,7 +17,10 @@
 # reseeds torch with --seed at each start). Python's random, which orders their batches and which their code
 # leaves unseeded, is seeded with SEED + 1000 x the epochs before the stage (the adapter's `train`), so a rerun
 # gives the same numbers; runs before 2026-11-29 were unseeded draws. Each stage
-# is kept (stage_UPDATES.pt) and scored once: rerunning the recipe skips what exists.
+# is kept (stage_UPDATES.pt: the model after the stage's last epoch, the adapter's --last; their own --save file,
+# the stage's lowest validation loss, is dropped) and scored once: rerunning the recipe skips what exists. Stages
+# written before 2026-11-29 were their --save file, behind their update count where a stage's last epoch was not
+# its best (docs/results-log.md): delete those stages and rerun.
 # Data adapter and the list of what differs from running their README: scripts/reference/authors_structformer.py.
 set -euo pipefail
 SHARED=${1:-../shared}
@@ -56,10 +59,11 @@ for u in $UPDATES; do
   ck=$OUT/stage_$u.pt
   if [ ! -f "$ck" ] && [ "$epochs" -gt "$done_epochs" ]; then
     echo "== their training: to $((epochs * per_epoch)) updates ($epochs epochs of $per_epoch batches)"
-    (cd "$REF" && $ADAPT train --ref . --py-seed $(( SEED + 1000 * done_epochs )) -- \
+    (cd "$REF" && $ADAPT train --ref . --py-seed $(( SEED + 1000 * done_epochs )) --last "$ck.tmp" -- \
       --data "$OUT/data" $SIZE --n_parser_layers 3 --pos_emb \
       --batch_size "$BATCH" --lr "${LR:-0.001}" --seed "$SEED" --epochs $((epochs - done_epochs)) \
-      --save "$ck.tmp" ${prev:+--resume "$prev"} "${CUDA_FLAG[@]}") > "$OUT/train_$u.log" 2>&1
+      --save "$OUT/best.tmp" ${prev:+--resume "$prev"} "${CUDA_FLAG[@]}") > "$OUT/train_$u.log" 2>&1
+    rm -f "$OUT/best.tmp"
     mv "$ck.tmp" "$ck"
   fi
   [ -f "$ck" ] || continue

@@ -9,16 +9,20 @@ read from a local copy (``--ref``, the folder that holds ``structformer/``) and 
       OUT/shim/wget.py: a ``wget`` that refuses to download (their data_penn imports it; the files exist);
       OUT/nltk_data/corpora/ptb/: an empty NLTK PTB (their main.py reads WSJ trees at start for a grammar test it
       does not run unless --test_grammar); prints the batches per epoch their ``batchify`` makes.
-  train    --ref REF --py-seed N -- THEIR_MAIN_ARGS
+  train    --ref REF --py-seed N [--last PATH] -- THEIR_MAIN_ARGS
       their main.py (``python -m structformer.main``) with Python's ``random`` seeded first: their utils.batchify
       shuffles the batches with it, and their main.py seeds numpy and torch only, so two runs of one --seed
       differ in batch order (and reach different numbers: wsj22 UAS 31.2 and 20.9 at 1,071 updates).
+      --last PATH: the model after each epoch, in their own file format, kept at PATH. Their --save file is the
+      lowest validation loss so far, not the model after the epochs trained: a stage scored or resumed from it
+      is behind its update count once the loss stalls (runs before 2026-11-29 were; docs/results-log.md).
   parse    --ref REF --checkpoint CKPT --treebank X.mrg --dict OUT/data/dict.pkl --out-trees F --out-deps F
       their model on each sentence alone (batch 1, as their test_phrase_grammar): the tree from their
       ``tree_utils.build_tree(distance, words)`` (gap 0), heads by their rule (argmax of the head row, the word of
       the largest height the root), words by the evaluation's rule (fairseq-tree-induction-text's).
 
-Changes to their code: none; their run is seeded where it was not (``train``). Their process gets
+Changes to their code: none; their run is seeded where it was not (``train``), and ``--last`` wraps torch's
+``ReduceLROnPlateau.step`` to save their model after it (``keep_last``). Their process gets
 ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (their main.py unpickles its own [model, criterion, optimizer, scheduler]
 file, which torch >= 2.6 refuses by default) from the recipe, and ``parse`` unpickles their checkpoint the same
 way: run it on files your own reference run wrote, never on files from elsewhere.
@@ -98,8 +102,33 @@ def batches(lengths, batch_size: int) -> int:
     return n + (count > 0)
 
 
+def keep_last(path: str):
+    """Make every ``ReduceLROnPlateau.step`` (their main.py calls it once at each epoch's end, after its best-model
+    save) write their own [model, criterion, optimizer, scheduler] list, read from the calling module's globals, to
+    ``path`` (through ``path.tmp``): the model after the epoch just trained. Their ``--save`` file holds the lowest
+    validation loss of the run instead, which is not the model after the run's updates once the loss stalls.
+    Returns a function that undoes the patch."""
+    import torch
+    from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+    original = ReduceLROnPlateau.step
+
+    def step(self, *a, **k):
+        out = original(self, *a, **k)
+        g = sys._getframe(1).f_globals
+        if g.get("scheduler") is self:  # their loop's scheduler (not one of a library's)
+            with open(f"{path}.tmp", "wb") as f:
+                torch.save([g["model"], g["criterion"], g["optimizer"], self], f)
+            os.replace(f"{path}.tmp", path)
+        return out
+
+    ReduceLROnPlateau.step = step
+    return lambda: setattr(ReduceLROnPlateau, "step", original)
+
+
 def train(args) -> None:
-    """Their ``structformer.main`` as ``python -m`` runs it from ``--ref``, after ``random.seed(--py-seed)``."""
+    """Their ``structformer.main`` as ``python -m`` runs it from ``--ref``, after ``random.seed(--py-seed)``;
+    with ``--last PATH``, the model at each epoch's end is kept there too (``keep_last``)."""
     import random
     import runpy
 
@@ -109,7 +138,12 @@ def train(args) -> None:
     random.seed(args.py_seed)
     sys.path.insert(0, str(ref))
     sys.argv = [str(ref / "structformer" / "main.py"), *args.their_args]
-    runpy.run_module("structformer.main", run_name="__main__")
+    undo = keep_last(args.last) if args.last else None
+    try:
+        runpy.run_module("structformer.main", run_name="__main__")
+    finally:
+        if undo:
+            undo()
 
 
 def parse(args) -> None:
@@ -172,9 +206,11 @@ def main(argv=None) -> None:
     b = sub.add_parser("parse")
     for name in ("--ref", "--checkpoint", "--treebank", "--dict", "--out-trees", "--out-deps"):
         b.add_argument(name, required=True)
-    t = sub.add_parser("train", usage="%(prog)s --ref REF --py-seed N -- THEIR_MAIN_ARGS")
+    t = sub.add_parser("train", usage="%(prog)s --ref REF --py-seed N [--last PATH] -- THEIR_MAIN_ARGS")
     t.add_argument("--ref", required=True)
     t.add_argument("--py-seed", type=int, required=True)
+    t.add_argument("--last", metavar="PATH",
+                   help="also keep the model at each epoch's end here (their --save: the best)")
     argv = sys.argv[1:] if argv is None else list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)  # train: what follows "--" is their main.py's
     args = p.parse_args(argv[:cut])

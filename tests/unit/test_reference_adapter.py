@@ -75,7 +75,57 @@ def test_train_seeds_pythons_random_and_hands_their_main_its_arguments(adapter, 
                                                                       "out-deps") for x in (f"--{k}", "f"))])
     with pytest.raises(SystemExit):
         adapter.main(["train", "--help"])
-    assert " train --ref REF --py-seed N -- THEIR_MAIN_ARGS\n" in capsys.readouterr().out
+    assert " train --ref REF --py-seed N [--last PATH] -- THEIR_MAIN_ARGS\n" in capsys.readouterr().out
+
+
+def test_train_last_keeps_the_model_after_each_epoch_not_the_best(adapter, tmp_path):
+    """``train --last``: a stand-in main.py shaped as theirs (module globals model, criterion, optimizer, scheduler;
+    a best-only save; ``scheduler.step(val_loss)`` at each epoch's end) runs three epochs whose validation losses
+    are 3, 1, 2; the weight counts the epochs. The --last file holds the model after epoch 3 (the best: epoch 2)
+    and the scheduler with one bad epoch; another ReduceLROnPlateau stepped from the same module (not their
+    ``scheduler``) writes nothing; torch's class is restored afterwards."""
+    import sys
+
+    import torch
+    from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+    main_py = tmp_path / "structformer" / "main.py"
+    main_py.parent.mkdir()
+    (main_py.parent / "__init__.py").write_text("")
+    main_py.write_text(
+        "import sys, torch\n"
+        "import torch.optim.lr_scheduler as lr_scheduler\n"
+        "model = torch.nn.Linear(1, 1, bias=False)\n"
+        "torch.nn.init.zeros_(model.weight)\n"
+        "criterion = 'their criterion'\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "scheduler = lr_scheduler.ReduceLROnPlateau(optimizer, 'min', 0.5, patience=2, threshold=0)\n"
+        "other = lr_scheduler.ReduceLROnPlateau(torch.optim.SGD(model.parameters(), lr=0.1))\n"
+        "best = None\n"
+        "for val_loss in (3.0, 1.0, 2.0):\n"
+        "    with torch.no_grad():\n"
+        "        model.weight += 1\n"
+        "    if best is None or val_loss < best:\n"
+        "        best = val_loss\n"
+        "        torch.save([model, criterion, optimizer, scheduler], sys.argv[1])\n"
+        "    scheduler.step(val_loss)\n"
+        "with torch.no_grad():\n"
+        "    model.weight += 100\n"
+        "other.step(0.0)\n")
+    last, best = tmp_path / "last.pt", tmp_path / "best.pt"
+    original = ReduceLROnPlateau.step
+    try:
+        adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "1", "--last", str(last), "--", str(best)])
+    finally:
+        for name in ("structformer.main", "structformer"):
+            sys.modules.pop(name, None)
+    assert ReduceLROnPlateau.step is original
+    model, criterion, optimizer, scheduler = torch.load(last, weights_only=False)
+    assert model.weight.item() == 3.0 and criterion == "their criterion"
+    assert scheduler.num_bad_epochs == 1 and scheduler.best == 1.0 and scheduler.last_epoch == 3
+    assert optimizer.param_groups[0]["params"][0] is model.weight  # one pickle: the optimizer holds this model
+    assert torch.load(best, weights_only=False)[0].weight.item() == 2.0  # their own file: the best epoch's
+    assert not (tmp_path / "last.pt.tmp").exists()
 
 
 def test_batches_as_their_batchify(adapter):
@@ -465,3 +515,50 @@ def test_sf_code_variant_is_their_model(adapter):
         torch.testing.assert_close(mine.grad, expected, atol=1e-6, rtol=1e-4)
     torch.testing.assert_close(P.distance_hidden.weight.grad[:, :dm], model.distance_ff[0].conv.weight.grad[:, :, 0])
     torch.testing.assert_close(enc.embed_positions.weight.grad[pad + 2:pad + 2 + T], model.pos_emb.weight.grad[:T])
+
+
+@pytest.mark.skipif(not SF_REF, reason="FAIRSEQ_TREE_REF_SF (their google-research structformer code) unset")
+def test_sf_last_is_their_model_after_the_epochs_trained(adapter, tmp_path):
+    """Their main.py through ``prepare`` and ``train --last`` on a tiny corpus, as the recipe runs it: the --last
+    file after 3 epochs holds Adam at 3 x the batches an epoch (prepare's count) and their scheduler at epoch 3; a
+    stage resumed from it for 2 more epochs reaches 5 x. (Their --save file is the lowest validation loss so far.)"""
+    import subprocess
+    import sys
+
+    import torch
+
+    corpus, out = tmp_path / "corpus", tmp_path / "out"
+    (corpus / "text").mkdir(parents=True)
+    (corpus / "data-bin").mkdir()
+    words = "the cat sat on a mat dog ran".split()
+    (corpus / "data-bin" / "dict.txt").write_text("".join(f"{w} {9 - i}\n" for i, w in enumerate(words)))
+    lines = [" ".join(words[(i + j) % 8] for j in range(3 + i % 6)) for i in range(60)]
+    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n")
+    (corpus / "text" / "valid.txt").write_text("\n".join(lines[:10]) + "\n")
+    script = str(ROOT / "scripts" / "reference" / "authors_structformer.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def run(*argv, **kw):
+        r = subprocess.run([sys.executable, script, *argv], env=env, capture_output=True, text=True, **kw)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout
+
+    per_epoch = int(run("prepare", "--corpus-dir", str(corpus), "--ref", SF_REF, "--out", str(out), "--batch-size",
+                        "40").split("batches_per_epoch=")[1])
+    env.update(PYTHONPATH=str(out / "shim"), NLTK_DATA=str(out / "nltk_data"), TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    assert per_epoch > 3
+
+    def train(epochs, last, resume=None):
+        run("train", "--ref", ".", "--py-seed", "1", "--last", str(last), "--", "--data", str(out / "data"),
+            "--nhid", "16", "--nlayers", "2", "--nheads", "2", "--n_parser_layers", "3", "--pos_emb", "--batch_size",
+            "40", "--epochs", str(epochs), "--save", str(tmp_path / "best.pt"),
+            *(["--resume", str(resume)] if resume else []), cwd=SF_REF)
+        sys.path.insert(0, SF_REF)
+        try:
+            _, _, optimizer, scheduler = torch.load(last, weights_only=False)
+        finally:
+            sys.path.remove(SF_REF)
+        return optimizer.state_dict()["state"][0]["step"], scheduler.last_epoch
+
+    assert train(3, tmp_path / "e3.pt") == (3 * per_epoch, 3)
+    assert train(2, tmp_path / "e5.pt", resume=tmp_path / "e3.pt") == (5 * per_epoch, 5)
