@@ -12,9 +12,9 @@
 #        gives our runs)  LR=0.001  SEED=1111  THREADS=1  CUDA=0|1
 #
 # Their loop trains whole epochs, so each UPDATES entry is rounded up to whole epochs (the real count is in the
-# row). Stages chain with their own --resume (model, optimizer and scheduler from the previous stage; the lr
-# plateau counter and the best validation loss start afresh, which only matters once the lr halves; their main.py
-# reseeds torch with --seed at each start). Python's random, which orders their batches and which their code
+# row). Stages chain with their own --resume (model, optimizer and scheduler, its plateau counter included, from
+# the previous stage's last epoch; only their best-so-far loss for --save starts afresh, and the stage does not
+# keep that file; their main.py reseeds torch with --seed at each start). Python's random, which orders their batches and which their code
 # leaves unseeded, is seeded with SEED + 1000 x the epochs before the stage (the adapter's `train`), so a rerun
 # gives the same numbers; runs before 2026-11-29 were unseeded draws. Each stage
 # is kept (stage_UPDATES.pt: the model after the stage's last epoch, the adapter's --last; their own --save file,
