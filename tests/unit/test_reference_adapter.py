@@ -113,10 +113,11 @@ def test_train_last_keeps_the_model_after_each_epoch_not_the_best(adapter, tmp_p
         "    model.weight += 100\n"
         "other.step(0.0)\n")
     last, best = tmp_path / "last.pt", tmp_path / "best.pt"
-    original = ReduceLROnPlateau.step
+    original, path, argv = ReduceLROnPlateau.step, list(sys.path), list(sys.argv)
     try:
         adapter.main(["train", "--ref", str(tmp_path), "--py-seed", "1", "--last", str(last), "--", str(best)])
     finally:
+        sys.path[:], sys.argv = path, argv  # train puts --ref first on the path: the stand-in would shadow theirs
         for name in ("structformer.main", "structformer"):
             sys.modules.pop(name, None)
     assert ReduceLROnPlateau.step is original
