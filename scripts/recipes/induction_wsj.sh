@@ -13,7 +13,7 @@
 #        head, Adam (0.9, 0.999) eps 1e-9, weight decay 1.2e-6 (fairseq's adam: decoupled; theirs is L2 in the
 #        gradient: EXTRA="--optimizer adam_l2"), clip 0.25, lr 1e-3, no warmup, kept fixed (SCHEDULE=plateau:
 #        halved as their main.py does, after 3 epochs without a lower validation loss: --lr-scheduler loss_plateau,
-#        with VALIDATE=epoch; the recorded rows are SCHEDULE=fixed). Constituent attention
+#        with VALIDATE=epoch; RESULTS.md says which rows use which). Constituent attention
 #        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
 #        LayerNorm, their parse (min layer 2, the 0.7 rule), [CLS] in the link chain, their untied output layer
 #        and xavier init, each word, [CLS] and [UNK] predicted with p = 1/7, 64 random sentences a batch (not
