@@ -14,9 +14,9 @@
 # Their loop trains whole epochs, so each UPDATES entry is rounded up to whole epochs (the real count is in the
 # row). Stages chain with their own --resume (model, optimizer and scheduler, its plateau counter included, from
 # the previous stage's last epoch; only their best-so-far loss for --save starts afresh, and the stage does not
-# keep that file; their main.py reseeds torch with --seed at each start). Python's random, which orders their batches and which their code
-# leaves unseeded, is seeded with SEED + 1000 x the epochs before the stage (the adapter's `train`), so a rerun
-# gives the same numbers; runs before 2026-11-29 were unseeded draws. Each stage
+# keep that file; their main.py reseeds torch with --seed at each start). Python's random, which orders their
+# batches and which their code leaves unseeded, is seeded with SEED + 1000 x the epochs before the stage (the
+# adapter's `train`), so a rerun gives the same numbers; runs before 2026-11-29 were unseeded draws. Each stage
 # is kept (stage_UPDATES.pt: the model after the stage's last epoch, the adapter's --last; their own --save file,
 # the stage's lowest validation loss, is dropped) and scored once: rerunning the recipe skips what exists. Stages
 # written before 2026-11-29 were their --save file, behind their update count where a stage's last epoch was not

@@ -133,6 +133,16 @@ def test_unsorted_batches_order_sentences_at_random_each_epoch():
     assert all(torch.equal(rnd[i]["masked"], ds[i]["masked"]) for i in range(32))  # the masks are the same
 
 
+def test_task_defaults_are_fairseqs_not_the_authors_code():
+    """The authors' code's choices are opt-in (VARIANTS=code sets them): by default sentences of similar length are
+    batched together, floor(p n + u) words are chosen, BOS and <unk> are never chosen, and an epoch's data workers
+    end with it (the masks change each epoch)."""
+    from fairseq_tree.tasks.tree_induction import TreeInductionConfig
+    cfg = TreeInductionConfig()
+    assert (cfg.unsorted_batches, cfg.mask_sampling, cfg.mask_bos_unk, cfg.persistent_workers) == (
+        False, "count", False, False)
+
+
 def test_policy_checks_its_values():
     with pytest.raises(ValueError, match="leave-unmasked"):
         MaskPolicy(0.15, 0.6, 0.5).check()
