@@ -164,6 +164,13 @@ def test_uuas_counts_each_gold_edge_once():
                      heads=[2, 0])
     out = score_batch(SimpleNamespace(spans=[[(0, 2)]], heads=[[2, 1]]), [g])
     assert (out["uas_correct"], out["uuas_correct"], out["dep_total"]) == (1, 1, 2)
+    # and the bracket counts: gold {(0,2), (2,4)}, predicted {(0,2), (1,4)} (the sentence's own span left out):
+    # 1 of 2 right each way, F1 0.5; heads gold [2,0,4,2], predicted [2,0,2,3]: words 1, 2 right; undirected
+    # also {3,4}
+    g4 = GoldSentence(words=list("abcd"), raw_words=list("abcd"), tags=["DT", "NN", "VB", "NN"],
+                      spans=[(0, 2), (2, 4), (0, 4)], labeled=[], heads=[2, 0, 4, 2])
+    out = score_batch(SimpleNamespace(spans=[[(0, 2), (1, 4), (0, 4)]], heads=[[2, 0, 2, 3]]), [g4])
+    assert out == dict(f1_sum=0.5, f1_count=1, tp=1, pred=2, gold=2, uas_correct=2, uuas_correct=3, dep_total=4)
 
 
 def test_evaluate_from_induced_structure(gold):
