@@ -17,38 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from fairseq_tree.evaluation.induction_runs import run_value
+from fairseq_tree.evaluation.curves import compare_table, curve
 from fairseq_tree.evaluation.plotting import figure, save
-from fairseq_tree.evaluation.translation_runs import validations
 from fairseq_tree.utils.help_text import ArgumentParser
-
-_SCORE_KEYS = {"corpus_uf1": "corpus_f1"}  # fairseq-tree-score's JSON name of a validation metric, where they differ
-
-
-def reference_curve(out: Path, metric: str) -> dict:
-    """-> {U: value} of a reference recipe's ``OUT/scores_U.txt`` files (U: the recipe's UPDATES entry; their
-    loop trains whole epochs, so the real count is U rounded up to an epoch)."""
-    points = {}
-    for path in Path(out).glob("scores_*.txt"):
-        tail = path.stem[len("scores_"):]
-        if tail.isdigit():
-            value = run_value(path, _SCORE_KEYS.get(metric, metric), None)
-            if value is not None:
-                points[int(tail)] = value
-    return points
-
-
-def curve(log: Path, metric: str, required: bool = True) -> dict:
-    """-> {updates: value} of the validations in ``log`` (a reference recipe's output directory: its scores); a log
-    without one is an error when ``required``."""
-    reference = Path(log).is_dir()
-    if reference:
-        points = reference_curve(log, metric)
-    else:
-        points = {u: m[metric] for u, m in validations(log).items() if metric in m}
-    if not points and required:
-        raise SystemExit(f"{log}: no {'scores_U.txt' if reference else 'validation line'} with '{metric}'")
-    return points
 
 
 def main(argv=None):
@@ -58,10 +29,16 @@ def main(argv=None):
     ap.add_argument("--metric", nargs="+", default=["uf1"], help="one or more (a cell per run: 'a / b / c')")
     ap.add_argument("--png", help="the first metric's curves")
     ap.add_argument("--baseline", type=float, help="a horizontal line (e.g. right-branching's UF1)")
+    ap.add_argument("--groups", nargs="+", help="a group name per run (e.g. ours ours theirs theirs), for --compare")
+    ap.add_argument("--compare", action="store_true",
+                    help="the groups side by side at equal updates (mean ± sd, differences to the first group)")
+    ap.add_argument("--at", nargs="+", type=int, help="--compare's update counts (default: the last group's)")
     args = ap.parse_args(argv)
     names = args.names or [p.stem for p in args.logs]
     if len(names) != len(args.logs):
         ap.error(f"--names gives {len(names)} names for {len(args.logs)} runs")
+    if args.compare:
+        return _compare(ap, args)
     curves = [[curve(p, m, required=k == 0) for k, m in enumerate(args.metric)] for p in args.logs]
     steps = sorted(set().union(*(c[0] for c in curves)))
     print(f"| updates | {' | '.join(names)} |\n|---:|{'---:|' * len(names)}")
@@ -69,6 +46,22 @@ def main(argv=None):
         print(f"| {u:,} | " + " | ".join(_cell(c, u) for c in curves) + " |")
     if args.png:
         plot(names, [c[0] for c in curves], args.metric[0], args.png, args.baseline)
+
+
+def _compare(ap, args) -> int:
+    """--compare: the groups in the order they first appear in --groups; a reference directory at its true counts."""
+    groups = args.groups or []
+    if len(groups) != len(args.logs):
+        ap.error(f"--compare needs a --groups name per run: {len(groups)} for {len(args.logs)} runs")
+    order = list(dict.fromkeys(groups))
+    if len(order) < 2:
+        ap.error("--compare needs two groups or more")
+    runs = {g: [] for g in order}
+    for g, path in zip(groups, args.logs):
+        runs[g].append([curve(path, m, required=k == 0, true_counts=True) for k, m in enumerate(args.metric)])
+    counts = args.at or sorted(set().union(*(run[0] for run in runs[order[-1]])))
+    print(compare_table([(g, runs[g]) for g in order], counts, args.metric))
+    return 0
 
 
 def _cell(run_curves: list, u: int) -> str:

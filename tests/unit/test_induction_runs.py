@@ -173,7 +173,7 @@ def test_report_induction_main_returns_0_and_prefers_a_scored_runs_baselines(tmp
 
 
 def test_curve_is_required_unless_asked(tmp_path):
-    from fairseq_tree.cli.report_curves import curve
+    from fairseq_tree.evaluation.curves import curve
 
     run = tmp_path / "r"
     run.mkdir()
@@ -370,7 +370,8 @@ def test_report_induction_baselines_from_gold_when_no_run_is_scored(tmp_path, ca
 
 def test_report_curves_puts_a_reference_recipes_scores_beside_a_fairseq_log(tmp_path, capsys, monkeypatch):
     from fairseq_tree.cli import report_curves
-    from fairseq_tree.cli.report_curves import curve, main
+    from fairseq_tree.cli.report_curves import main
+    from fairseq_tree.evaluation.curves import curve
 
     run = tmp_path / "ours"
     run.mkdir()
