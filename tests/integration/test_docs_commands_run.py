@@ -71,6 +71,8 @@ SKIP = [
     ("*", "fairseq-tree-report curves work/induction_wsj/", "reads the logs of induction_wsj.sh and "
                                                            "reference_structformer.sh runs (recipes; report curves: "
                                                            "test_induction_runs.py)"),
+    ("*", "python scripts/diagnostics/dependents_by_pos.py", "reads a run's predicted heads (a recipe's output; the "
+                                                            "script: test_dependents_by_pos.py)"),
     ("*", "fairseq-tree-report seeds --below", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
                                                "test_induction_runs.py)"),
     ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
