@@ -127,9 +127,15 @@ train() {  # arch seed variant
   fi
   echo "$f" > "$dir/flags.txt"
   if [ -n "$(stop_of "$dir")" ]; then touch "$dir/.done"; return 0; fi
+  local upto=$MAX_UPDATE; [ -n "${STOP_AFTER:-}" ] && [ "$STOP_AFTER" -lt "$upto" ] && upto=$STOP_AFTER
+  # a slice already saved at its count: fairseq resumed at --max-update would train one update more
+  local saved; saved=$(grep -o "@ [0-9]* updates" "$dir/train.log" 2>/dev/null | tail -1 | cut -d' ' -f2 || true)
+  if [ "${saved:-0}" -ge "$upto" ]; then
+    if [ "${saved:-0}" -ge "$MAX_UPDATE" ]; then touch "$dir/.done"; fi
+    return 0
+  fi
   echo "== $(date -u +%FT%TZ) start/resume on $DEVICE" >> "$dir/train.log"
   # shellcheck disable=SC2046  # the recorded flags, word-split (none holds a space)
-  local upto=$MAX_UPDATE; [ -n "${STOP_AFTER:-}" ] && [ "$STOP_AFTER" -lt "$upto" ] && upto=$STOP_AFTER
   local val=(--validate-interval 1000000 --validate-interval-updates "$VALIDATE" --save-interval-updates "$VALIDATE"
              --keep-interval-updates 1)
   [ "$VALIDATE" = epoch ] && val=(--validate-interval 1 --save-interval 1)

@@ -59,6 +59,9 @@ def test_induction_recipe_slice_resume_and_scores(shared_slice, tmp_path):
     assert "influential members of the house" not in "\n".join(text) and "Influential" in wsj22  # not trained on
     assert not (run / ".done").exists() and not (run / "induce_wsj22").exists()
     assert "| wsj | `structformer_tiny` | 1 | 3/3* |" in first.stdout  # best at update 3 of 3 so far, training
+    sliced = (run / "train.log").read_text(encoding="utf-8")
+    repeat = _recipe(shared_slice, work, STOP_AFTER="3")  # the slice again: fairseq would train a 4th update
+    assert repeat.returncode == 0 and (run / "train.log").read_text(encoding="utf-8") == sliced
 
     second = _recipe(shared_slice, work)
     assert second.returncode == 0, second.stderr[-3000:]
