@@ -130,6 +130,15 @@ def test_report_curves_compare_end_to_end(tmp_path, capsys):
     main([str(s1), str(s2), str(ref), "--groups", "ours", "ours", "theirs", "--compare", "--at", "2000"])
     # theirs between its stages: 25 + (2,000 - 1,071) / (3,213 - 1,071) x 11 = 29.771; ours 30, 32 -> 31 (sd 1.414)
     assert capsys.readouterr().out.splitlines()[4] == "| 2,000 | 31.0 ± 1.4 | 29.8 | -1.2 |"
+    # the counts come from the first metric (ppl: none in the reference's scores, only the first is required)
+    main([str(s1), str(s2), str(ref), "--groups", "ours", "ours", "theirs", "--metric", "uf1", "ppl", "--compare"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1,071") or
+            line.startswith("| 3,213")]
+    assert len(rows) == 2 and rows[0].startswith("| 1,071 | 27.3 ± 1.4 / - |")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--at AT [AT ...] --compare's update counts (default: the last group's)" in " ".join(
+        capsys.readouterr().out.split())
     for argv, message in (([str(s1), str(ref), "--compare"], "--compare needs a --groups name per run: 0 for 2"),
                           ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more")):
         with pytest.raises(SystemExit) as e:
