@@ -53,6 +53,8 @@ def _compare(ap, args) -> int:
     groups = args.groups or []
     if len(groups) != len(args.logs):
         ap.error(f"--compare needs a --groups name per run: {len(groups)} for {len(args.logs)} runs")
+    if args.png:
+        ap.error("--png draws the plain table's curves (each run a line); leave --compare out for it")
     order = list(dict.fromkeys(groups))
     if len(order) < 2:
         ap.error("--compare needs two groups or more")

@@ -140,7 +140,9 @@ def test_report_curves_compare_end_to_end(tmp_path, capsys):
     assert "--at AT [AT ...] --compare's update counts (default: the last group's)" in " ".join(
         capsys.readouterr().out.split())
     for argv, message in (([str(s1), str(ref), "--compare"], "--compare needs a --groups name per run: 0 for 2"),
-                          ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more")):
+                          ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more"),
+                          ([str(s1), str(ref), "--groups", "a", "b", "--compare", "--png", "c.png"],
+                           "leave --compare out")):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and message in capsys.readouterr().err
