@@ -111,6 +111,9 @@ stop_of() {  # run dir -> "EPOCH UPDATES" where one uninterrupted --patience run
   [ ! -f "$1/train.log" ] || fairseq-tree-report patience "$1/train.log" --patience "$PATIENCE" --maximize
 }
 updates_of() { grep -o "num_updates [0-9]*" "$1/train.log" 2>/dev/null | tail -1 | cut -d' ' -f2; }
+saved_of() {  # run dir -> the update count of its last saved checkpoint (fairseq's "Saved checkpoint ... @ U updates")
+  grep -o "@ [0-9]* updates" "$1/train.log" 2>/dev/null | tail -1 | cut -d' ' -f2 || true
+}
 TRAIN_PID=
 trap '[ -z "$TRAIN_PID" ] || kill "$TRAIN_PID" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
@@ -129,7 +132,7 @@ train() {  # arch seed variant
   if [ -n "$(stop_of "$dir")" ]; then touch "$dir/.done"; return 0; fi
   local upto=$MAX_UPDATE; [ -n "${STOP_AFTER:-}" ] && [ "$STOP_AFTER" -lt "$upto" ] && upto=$STOP_AFTER
   # a slice already saved at its count: fairseq resumed at --max-update would train one update more
-  local saved; saved=$(grep -o "@ [0-9]* updates" "$dir/train.log" 2>/dev/null | tail -1 | cut -d' ' -f2 || true)
+  local saved; saved=$(saved_of "$dir")
   if [ "${saved:-0}" -ge "$upto" ]; then
     if [ "${saved:-0}" -ge "$MAX_UPDATE" ]; then touch "$dir/.done"; fi
     return 0
