@@ -313,6 +313,26 @@ def heads_over_words(gold: GoldSentence, dep) -> List[int]:
     return project_heads(dep.heads, keep)
 
 
+def predicted_heads(gold: Sequence[GoldSentence], pred_dep: str, gold_path: str = "gold") -> Dict[int, List[int]]:
+    """A predicted CoNLL(-U) file -> {gold sentence index: heads over its words (:func:`heads_over_words`)}. The
+    file holds one sentence per gold sentence, or one per gold sentence that has words (``fairseq-tree-induce``
+    writes no token for a sentence without words): those without words are then absent. Mismatches raise
+    :class:`TreeFormatError` naming FILE:LINE."""
+    deps = list(read_conllu(pred_dep, trees=False))  # eq. 17 heads need not form a tree
+    with_words = [g for g in gold if len(g)]
+    targets = gold if len(deps) == len(gold) else with_words if len(deps) == len(with_words) else None
+    if targets is None:
+        raise TreeFormatError(f"{len(deps)} sentences, but {gold_path} has {len(gold)} ({len(with_words)} with "
+                              f"words)", pred_dep)
+    heads = {}
+    for g, d in zip(targets, deps):
+        try:
+            heads[g.index] = heads_over_words(g, d)
+        except ValueError as e:
+            raise TreeFormatError(f"sentence {g.index + 1} of {gold_path}: {e}", pred_dep, d.line) from None
+    return heads
+
+
 def score_files(gold_path: str, pred_path: Optional[str] = None, gold_dep: Optional[str] = None,
                 pred_dep: Optional[str] = None) -> Dict[str, object]:
     """UF1 / corpus F1 / per-label recall of a predicted bracket file, and UAS / UUAS of a predicted CoNLL-U file,
@@ -342,18 +362,7 @@ def score_files(gold_path: str, pred_path: Optional[str] = None, gold_dep: Optio
     if pred_dep is not None:
         if gold_dep is None:
             raise ValueError("UAS / UUAS need the gold dependencies (--gold-dep)")
-        deps = list(read_conllu(pred_dep, trees=False))  # eq. 17 heads need not form a tree
-        with_words = [g for g in gold if len(g)]
-        targets = gold if len(deps) == len(gold) else with_words if len(deps) == len(with_words) else None
-        if targets is None:
-            raise TreeFormatError(f"{len(deps)} sentences, but {gold_path} has {len(gold)} ({len(with_words)} with "
-                                  f"words)", pred_dep)
-        heads = {}
-        for g, d in zip(targets, deps):
-            try:
-                heads[g.index] = heads_over_words(g, d)
-            except ValueError as e:
-                raise TreeFormatError(f"sentence {g.index + 1} of {gold_path}: {e}", pred_dep, d.line) from None
+        heads = predicted_heads(gold, pred_dep, gold_path)
         a = attachment([g.heads for g in gold], [heads.get(g.index, []) for g in gold])
         out.update(uas=a["uas"], uuas=a["uuas"], dep_words=a["words"])
     return out
@@ -461,5 +470,6 @@ __all__ = [
     "label_recall", "undirected_edges", "attachment", "left_branching", "right_branching", "balanced", "random_tree",
     "left_chain_heads", "right_chain_heads", "baseline_scores", "evaluate", "masked_word_perplexity",
     "conllu_lines", "write_conllu", "spans_to_brackets", "write_brackets", "PAPER_LABELS", "BALANCED_SPLIT",
-    "RANDOM_SEEDS", "kept_leaves", "spans_over_words", "heads_over_words", "score_files", "format_unsupervised",
+    "RANDOM_SEEDS", "kept_leaves", "spans_over_words", "heads_over_words", "predicted_heads", "score_files",
+    "format_unsupervised",
 ]

@@ -7,14 +7,14 @@ inverted or undecided heights of some seeds) gives them dependents and reverses 
 
     python scripts/diagnostics/dependents_by_pos.py --treebank wsj22.mrg --deps wsj22.sd.conll --pred PRED.conll
 
-Prints one JSON object. Sentences and words align by the scorer's rules (``fairseq-tree-score``).
+Prints one JSON object. Sentences and words align by the scorer's rules (``fairseq-tree-score``: ``predicted_heads``).
 """
 
 import argparse
 import json
 from collections import Counter
 
-from fairseq_tree.evaluation.unsupervised import heads_over_words, read_conllu, read_gold
+from fairseq_tree.evaluation.unsupervised import predicted_heads, read_gold
 
 POS = ("DT", "IN", "TO", "CC", "PRP", "MD", "NN", "NNS", "NNP", "JJ", "RB", "VB", "VBD", "VBZ")
 
@@ -51,11 +51,10 @@ def main(argv=None):
     ap.add_argument("--pred", required=True, help="predicted heads, CoNLL(-U), one sentence per gold sentence")
     args = ap.parse_args(argv)
     gold = read_gold(args.treebank, args.deps)
-    deps = list(read_conllu(args.pred, trees=False))
-    targets = gold if len(deps) == len(gold) else [g for g in gold if len(g)]
-    if len(deps) != len(targets):
-        raise SystemExit(f"{args.pred}: {len(deps)} sentences, {args.treebank} has {len(gold)}")
-    pred = {g.index: heads_over_words(g, d) for g, d in zip(targets, deps)}
+    try:
+        pred = predicted_heads(gold, args.pred, args.treebank)
+    except ValueError as e:  # TreeFormatError names FILE:LINE
+        raise SystemExit(str(e)) from None
     scored = [g for g in gold if g.index in pred]
     print(json.dumps(diagnose(scored, [pred[g.index] for g in scored])))
 

@@ -27,6 +27,7 @@ from fairseq_tree.evaluation.unsupervised import (
     read_gold,
     right_branching,
     right_chain_heads,
+    score_files,
     spans_to_brackets,
     uf1,
     write_brackets,
@@ -185,6 +186,25 @@ def test_evaluate_from_induced_structure(gold):
     assert set(r["label_recall"]) == {"NP", "SBAR", "S", "VP"}
 
 
+def test_evaluate_refuses_heads_against_a_gold_without_them():
+    with_heads = GoldSentence(words=["a", "b"], raw_words=["a", "b"], tags=["DT", "NN"], spans=[(0, 2)],
+                              labeled=[], heads=[2, 0])
+    without = GoldSentence(words=["a", "b"], raw_words=["a", "b"], tags=["DT", "NN"], spans=[(0, 2)], labeled=[])
+    for gold in ([without], [with_heads, without]):  # one sentence without heads is enough
+        with pytest.raises(ValueError, match="the gold has no heads"):
+            evaluate(gold, pred_heads=[[2, 0]] * len(gold))
+    assert evaluate([with_heads], pred_heads=[[2, 0]])["attachment"]["uas"] == 100.0
+
+
+def test_score_files_needs_the_gold_dependencies_for_heads(tmp_path):
+    mrg, pred = tmp_path / "g.mrg", tmp_path / "p.conllu"
+    mrg.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n", encoding="utf-8")
+    pred.write_text("1\tthe\t_\t_\t_\t_\t2\t_\t_\t_\n2\tcat\t_\t_\t_\t_\t3\t_\t_\t_\n3\tsat\t_\t_\t_\t_\t0\t_\t_\t_\n\n",
+                    encoding="utf-8")
+    with pytest.raises(ValueError, match=r"UAS / UUAS need the gold dependencies \(--gold-dep\)"):
+        score_files(str(mrg), pred_dep=str(pred))
+
+
 def test_baseline_trees_small():
     assert left_branching(4) == [(0, 2), (0, 3), (0, 4)]
     assert right_branching(4) == [(2, 4), (1, 4), (0, 4)]
@@ -279,6 +299,9 @@ def test_perplexity_identity_model_exact(dictionary):
     r = masked_word_perplexity(IdentityLM(V), dictionary, SENTS, max_tokens=16)
     assert r["words"] == 13
     assert r["perplexity"] == pytest.approx(math.exp(10) + V - 1, rel=1e-5)
+    # no words (an empty split): perplexity 1, not a division by zero
+    assert masked_word_perplexity(IdentityLM(V), dictionary, [], max_tokens=16) == {"perplexity": 1.0, "nll": 0.0,
+                                                                                     "words": 0}
 
 
 def _slow_perplexity(model, d, sents):

@@ -62,8 +62,17 @@ def test_dependents_and_determiner_edges_by_hand(script, tmp_path, capsys):
     assert out["det_edge_count"] == 4
     short = tmp_path / "short.conll"
     short.write_text(_conll([[("the", "_", 0), ("cat", "_", 1), ("sat", "_", 1)]]), encoding="utf-8")
-    with pytest.raises(SystemExit, match="1 sentences"):
+    with pytest.raises(SystemExit, match=r"short.conll: 1 sentences, but .*gold.mrg has 5 \(5 with words\)"):
         script.main(["--treebank", str(mrg), "--deps", str(gold), "--pred", str(short)])
+    # the right count, but sentence 3 (lines 9-11 of the file) over other words: FILE:LINE and the gold sentence
+    wrong = tmp_path / "wrong.conll"
+    wrong.write_text(_conll([[("the", "_", 0), ("cat", "_", 1), ("sat", "_", 1)],
+                             [("a", "_", 3), ("dog", "_", 3), ("ran", "_", 2)],
+                             [("the", "_", 2), ("woman", "_", 3), ("ate", "_", 0)],
+                             [("the", "_", 3), ("old", "_", 1), ("cats", "_", 4), ("sat", "_", 0)],
+                             [("that", "_", 0), ("sat", "_", 1)]]), encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"wrong.conll:9: sentence 3 of .*gold.mrg: .*wom"):
+        script.main(["--treebank", str(mrg), "--deps", str(gold), "--pred", str(wrong)])
     with pytest.raises(SystemExit) as e:
         script.main(["--treebank", str(mrg), "--deps", str(gold)])
     assert e.value.code == 2 and "--pred" in capsys.readouterr().err
