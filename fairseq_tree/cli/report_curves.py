@@ -14,11 +14,10 @@ metrics make each cell ``a / b / c``:
 """
 
 import argparse
-import sys
 from pathlib import Path
 
-from fairseq_tree.evaluation.curves import compare_table, curve
-from fairseq_tree.evaluation.plotting import figure, save
+from fairseq_tree.evaluation.curves import compare_table, curve, groups_figure
+from fairseq_tree.evaluation.plotting import save
 from fairseq_tree.utils.help_text import ArgumentParser
 
 
@@ -27,7 +26,7 @@ def main(argv=None):
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--names", nargs="+")
     ap.add_argument("--metric", nargs="+", default=["uf1"], help="one or more (a cell per run: 'a / b / c')")
-    ap.add_argument("--png", help="the first metric's curves")
+    ap.add_argument("--png", help="the first metric's curves (with --compare: a colour per group)")
     ap.add_argument("--baseline", type=float, help="a horizontal line (e.g. right-branching's UF1)")
     ap.add_argument("--groups", nargs="+", help="a group name per run (e.g. ours ours theirs theirs), for --compare")
     ap.add_argument("--compare", action="store_true",
@@ -53,8 +52,6 @@ def _compare(ap, args) -> int:
     groups = args.groups or []
     if len(groups) != len(args.logs):
         ap.error(f"--compare needs a --groups name per run: {len(groups)} for {len(args.logs)} runs")
-    if args.png:
-        ap.error("--png draws the plain table's curves (each run a line); leave --compare out for it")
     order = list(dict.fromkeys(groups))
     if len(order) < 2:
         ap.error("--compare needs two groups or more")
@@ -63,6 +60,9 @@ def _compare(ap, args) -> int:
         runs[g].append([curve(path, m, required=k == 0, true_counts=True) for k, m in enumerate(args.metric)])
     counts = args.at or sorted(set().union(*(run[0] for run in runs[order[-1]])))
     print(compare_table([(g, runs[g]) for g in order], counts, args.metric))
+    if args.png:
+        save(groups_figure([(g, [run[0] for run in runs[g]]) for g in order], args.metric[0], args.baseline),
+             args.png, dpi=120)
     return 0
 
 
@@ -75,26 +75,7 @@ def _cell(run_curves: list, u: int) -> str:
 
 
 def plot(names, curves, metric: str, path: str, baseline=None, zoom=None) -> None:
-    """Each curve ({updates: value}) a line; ``zoom``: the y axis from the smallest value to that much above it
-    (the end of training, where losses differ in the second decimal)."""
-    fig, ax = figure(figsize=(6, 3.5))
-    for name, c in zip(names, curves):
-        ax.plot(sorted(c), [c[u] for u in sorted(c)], marker="o", markersize=2, label=name)
-    if baseline is not None:
-        ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
-    if zoom is not None:
-        low = min(min(c.values()) for c in curves)
-        ax.set_ylim(low - 0.05 * zoom, low + zoom)
-    ax.set_xlabel("updates")
-    ax.set_ylabel(metric)
-    ax.legend()
-    save(fig, path, dpi=120)
-
-
-def cli_main() -> None:
-    rc = main(sys.argv[1:])
-    sys.exit(rc if isinstance(rc, int) else 0)
-
-
-if __name__ == "__main__":
-    cli_main()
+    """Each curve ({updates: value}) a line of its own colour (:func:`groups_figure`, a group per run), saved at
+    120 dpi; ``zoom``: the y axis from the smallest value to that much above it (the end of training, where losses
+    differ in the second decimal)."""
+    save(groups_figure([(name, [c]) for name, c in zip(names, curves)], metric, baseline, zoom), path, dpi=120)

@@ -14,7 +14,9 @@ averages those differences over the counts and sets them beside each group's see
 counts), the question of issue 49's item 3: does ours trail theirs by more than the seed spread?
 
     fairseq-tree-report curves ours_s1/train.log ours_s2/train.log reference/wsj reference/wsj_seed2 \\
-        --groups ours ours theirs theirs --metric uf1 uas uuas --compare
+        --groups ours ours theirs theirs --metric uf1 uas uuas --compare [--png uas.png]
+
+:func:`groups_figure` draws one metric of every run, a colour per group (the seed spread at a glance).
 """
 
 import math
@@ -45,7 +47,7 @@ def batches_per_epoch(out: Path) -> Optional[int]:
     return next(iter(found.values()), None)
 
 
-def reference_curve(out: Path, metric: str, true_counts: bool = False) -> Curve:
+def reference_curve(out: Path, metric: str, true_counts: bool) -> Curve:
     """-> {U: value} of a reference recipe's ``OUT/scores_U.txt`` files (U: the recipe's UPDATES entry); with
     ``true_counts`` keyed by ceil(U / B) x B, the updates their model had (B: :func:`batches_per_epoch`). An OUT
     without stage logs ``train_U.log`` (the Tree Transformer recipe, whose stages are exact counts) keeps U; one
@@ -140,6 +142,31 @@ def _stat_cell(stats: Sequence[Tuple[Optional[float], Optional[float], int]], ru
 
 def _signed(values: Sequence[Optional[float]]) -> str:
     return " / ".join("-" if v is None else f"{v:+.1f}" for v in values)
+
+
+def groups_figure(groups: Sequence[Tuple[str, Sequence[Curve]]], metric: str, baseline: Optional[float] = None,
+                  zoom: Optional[float] = None):
+    """``groups``: [(name, runs)], each run one metric's curve. -> a 6 x 3.5 inch matplotlib ``Figure``: each run a
+    line through its points (not interpolated), the runs of a group in one colour (the group named once in the
+    legend), an optional dashed horizontal ``baseline``; ``zoom``: the y axis from the lowest value to that much
+    above it (the end of training, where losses differ in the second decimal)."""
+    from fairseq_tree.evaluation.plotting import figure
+
+    fig, ax = figure(figsize=(6, 3.5))
+    for k, (name, runs) in enumerate(groups):
+        for j, c in enumerate(runs):
+            xs = sorted(c)
+            ax.plot(xs, [c[u] for u in xs], color=f"C{k}", marker="o", markersize=2, linewidth=1,
+                    label=name if j == 0 else "_nolegend_")
+    if baseline is not None:
+        ax.axhline(baseline, color="gray", linestyle="--", label="baseline")
+    if zoom is not None:
+        low = min(min(c.values()) for _, runs in groups for c in runs)
+        ax.set_ylim(low - 0.05 * zoom, low + zoom)
+    ax.set_xlabel("updates")
+    ax.set_ylabel(metric)
+    ax.legend()
+    return fig
 
 
 def compare_table(groups: Sequence[Tuple[str, Sequence[Sequence[Curve]]]], counts: Sequence[int],

@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from fairseq_tree.evaluation.curves import batches_per_epoch, compare, compare_summary, compare_table, curve, value_at
+from fairseq_tree.evaluation.curves import (
+    batches_per_epoch,
+    compare,
+    compare_summary,
+    compare_table,
+    curve,
+    groups_figure,
+    value_at,
+)
 
 
 def _log(path, points):
@@ -90,6 +98,9 @@ def test_compare_summary_averages_differences_and_spreads_over_complete_counts()
     c = [[{1: 11.0, 3: 19.0}]]  # c - a: 0, +1 (15 - 14), +2
     s3 = compare_summary(compare([("a", a), ("b", b), ("c", c)], [1, 2, 3]))
     assert s3["diff"] == [[pytest.approx(-1.0)], [pytest.approx(1.0)]]
+    # a first group of one run (no sd): the differences still taken from its mean; a - b: -2, +1, +4
+    s_b = compare_summary(compare([("b", b), ("a", a)], [1, 2, 3]))
+    assert s_b["diff"] == [[pytest.approx(1.0)]] and s_b["spread"] == [[None], [pytest.approx(2 * math.sqrt(2))]]
 
 
 def test_compare_table_prints_groups_differences_and_partial_counts():
@@ -111,8 +122,25 @@ def test_compare_table_prints_groups_differences_and_partial_counts():
     assert "| 1,500 | 34.5 ± 2.1 / 42.5 ± 2.1 | 42.0 ± 2.8 / 50.0 | +7.5 / +7.5 |" in no_uas  # uf1 40, 44
 
 
-def test_report_curves_compare_end_to_end(tmp_path, capsys):
+def test_groups_figure_a_colour_per_group_each_run_its_own_points():
+    fig = groups_figure([("ours", [{2000: 36.0, 1000: 30.0}, {1000: 31.0}]), ("theirs", [{1071: 25.0, 3213: 36.0}])],
+                        "uas", baseline=30.1)
+    ax = fig.axes[0]
+    runs, base = ax.lines[:3], ax.lines[3]
+    assert [list(line.get_xdata()) for line in runs] == [[1000, 2000], [1000], [1071, 3213]]  # sorted, not read between
+    assert [list(line.get_ydata()) for line in runs] == [[30.0, 36.0], [31.0], [25.0, 36.0]]
+    assert [line.get_color() for line in runs] == ["C0", "C0", "C1"]
+    assert list(base.get_ydata()) == [30.1, 30.1] and base.get_linestyle() == "--"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ours", "theirs", "baseline"]
+    assert ax.get_ylabel() == "uas" and ax.get_xlabel() == "updates" and base.get_color() == "gray"
+    assert list(fig.get_size_inches()) == [6.0, 3.5]
+    assert len(groups_figure([("a", [{1: 1.0}])], "uf1").axes[0].lines) == 1  # no baseline, no line for it
+
+
+def test_report_curves_compare_end_to_end(tmp_path, capsys, monkeypatch):
+    from fairseq_tree.cli import report_curves
     from fairseq_tree.cli.report_curves import main
+    from fairseq_tree.evaluation.plotting import save
 
     s1 = _log(tmp_path / "s1.log", {1000: (26.0, 31.0), 2000: (30.0, 35.0), 4000: (40.0, 37.0)})
     s2 = _log(tmp_path / "s2.log", {1000: (28.0, 33.0), 2000: (32.0, 36.0), 4000: (42.0, 39.0)})
@@ -135,14 +163,26 @@ def test_report_curves_compare_end_to_end(tmp_path, capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1,071") or
             line.startswith("| 3,213")]
     assert len(rows) == 2 and rows[0].startswith("| 1,071 | 27.3 ± 1.4 / - |")
+    png, drawn = tmp_path / "uas.png", []
+    monkeypatch.setattr(report_curves, "save", lambda fig, path, **kw: drawn.append(fig) or save(fig, path, **kw))
+    main([str(s1), str(s2), str(ref), "--groups", "ours", "ours", "theirs", "--metric", "uas", "uf1", "--compare",
+          "--png", str(png), "--baseline", "30.1"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and capsys.readouterr().out.count("| 1,071 |") == 1
+    lines = drawn[0].axes[0].lines  # the first metric (uas); theirs at its true counts; then the baseline
+    assert [(list(c.get_xdata()), list(c.get_ydata()), c.get_color()) for c in lines[:3]] == [
+        ([1000, 2000, 4000], [31.0, 35.0, 37.0], "C0"), ([1000, 2000, 4000], [33.0, 36.0, 39.0], "C0"),
+        ([1071, 3213], [34.0, 38.0], "C1")]
+    assert list(lines[3].get_ydata()) == [30.1, 30.1]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--png PNG the first metric's curves (with --compare: a colour per group)" in " ".join(
+        capsys.readouterr().out.split())
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "--at AT [AT ...] --compare's update counts (default: the last group's)" in " ".join(
         capsys.readouterr().out.split())
     for argv, message in (([str(s1), str(ref), "--compare"], "--compare needs a --groups name per run: 0 for 2"),
-                          ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more"),
-                          ([str(s1), str(ref), "--groups", "a", "b", "--compare", "--png", "c.png"],
-                           "leave --compare out")):
+                          ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more")):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and message in capsys.readouterr().err
