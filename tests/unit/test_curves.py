@@ -4,6 +4,7 @@ by side; every expected number computed by hand in the comments."""
 
 import json
 import math
+import struct
 
 import pytest
 
@@ -168,6 +169,7 @@ def test_report_curves_compare_end_to_end(tmp_path, capsys, monkeypatch):
     main([str(s1), str(s2), str(ref), "--groups", "ours", "ours", "theirs", "--metric", "uas", "uf1", "--compare",
           "--png", str(png), "--baseline", "30.1"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and capsys.readouterr().out.count("| 1,071 |") == 1
+    assert struct.unpack(">II", png.read_bytes()[16:24]) == (720, 420)  # the IHDR: 6 x 3.5 inches at 120 dpi
     lines = drawn[0].axes[0].lines  # the first metric (uas); theirs at its true counts; then the baseline
     assert [(list(c.get_xdata()), list(c.get_ydata()), c.get_color()) for c in lines[:3]] == [
         ([1000, 2000, 4000], [31.0, 35.0, 37.0], "C0"), ([1000, 2000, 4000], [33.0, 36.0, 39.0], "C0"),
