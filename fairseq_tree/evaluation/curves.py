@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_tree.evaluation.induction_runs import run_value
+from fairseq_tree.evaluation.plotting import figure
 from fairseq_tree.evaluation.translation_runs import validations
 
 Curve = Dict[int, float]
@@ -150,8 +151,6 @@ def groups_figure(groups: Sequence[Tuple[str, Sequence[Curve]]], metric: str, ba
     line through its points (not interpolated), the runs of a group in one colour (the group named once in the
     legend), an optional dashed horizontal ``baseline``; ``zoom``: the y axis from the lowest value to that much
     above it (the end of training, where losses differ in the second decimal)."""
-    from fairseq_tree.evaluation.plotting import figure
-
     fig, ax = figure(figsize=(6, 3.5))
     for k, (name, runs) in enumerate(groups):
         for j, c in enumerate(runs):
