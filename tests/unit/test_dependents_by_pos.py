@@ -83,3 +83,41 @@ def test_dependents_and_determiner_edges_by_hand(script, tmp_path, capsys):
     assert "Which words an induced dependency file makes heads (issue 49), from the scorer's files alone" in help_text
     assert "determiners take no dependents" in help_text  # the whole first paragraph
     assert "Prints one JSON object" not in help_text  # and no more
+
+
+def test_a_determiner_after_its_noun_at_the_first_word_and_thirds(script, tmp_path, capsys):
+    """A DT whose gold head is word 1 (index 0) still counts as a determiner edge; shares that are not 0 or 1."""
+    mrg = tmp_path / "gold.mrg"
+    mrg.write_text("(S (NP (NNS cats) (DT all)) (VP (VBD sat)))\n"
+                   "(S (NP (DT the) (NN dog)) (VP (VBD ran)))\n"
+                   "(S (NP (DT a) (NN cat)) (VP (VBD ran)))\n"
+                   "(S (NP (NN rain)) (VP (VBD fell)))\n", encoding="utf-8")
+    gold = tmp_path / "gold.conll"
+    gold.write_text(_conll([[("cats", "NNS", 3), ("all", "DT", 1), ("sat", "VBD", 0)],
+                            [("the", "DT", 2), ("dog", "NN", 3), ("ran", "VBD", 0)],
+                            [("a", "DT", 2), ("cat", "NN", 3), ("ran", "VBD", 0)],
+                            [("rain", "NN", 2), ("fell", "VBD", 0)]]), encoding="utf-8")
+    pred = tmp_path / "pred.conll"
+    # 1: the gold tree (all -> cats: the gold way); 2: dog -> the (reversed), ran -> the; 3: a -> ran (neither)
+    pred.write_text(_conll([[("cats", "_", 3), ("all", "_", 1), ("sat", "_", 0)],
+                            [("the", "_", 0), ("dog", "_", 1), ("ran", "_", 1)],
+                            [("a", "_", 3), ("cat", "_", 3), ("ran", "_", 0)],
+                            [("rain", "_", 2), ("fell", "_", 0)]]), encoding="utf-8")
+    script.main(["--treebank", str(mrg), "--deps", str(gold), "--pred", str(pred)])
+    out = json.loads(capsys.readouterr().out)
+    # heads predicted: DT the (1 of 3); NN none (gold: dog, cat of 3); NNS cats; VBD sat, ran (3), fell: 3 of 4
+    assert out["takes_dependents"] == {"DT": {"pred": 0.333, "gold": 0.0, "words": 3},
+                                       "NN": {"pred": 0.0, "gold": 0.667, "words": 3},
+                                       "NNS": {"pred": 1.0, "gold": 1.0, "words": 1},
+                                       "VBD": {"pred": 0.75, "gold": 1.0, "words": 4}}
+    assert out["det_edges"] == {"gold_way": 0.333, "reversed": 0.333, "neither": 0.333}
+    assert out["det_edge_count"] == 3
+    for missing in ("--treebank", "--deps"):  # each gold file is required
+        argv = ["--treebank", str(mrg), "--deps", str(gold), "--pred", str(pred)]
+        k = argv.index(missing)
+        with pytest.raises(SystemExit) as e:
+            script.main(argv[:k] + argv[k + 2:])
+        assert e.value.code == 2 and missing in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(["--help"])
+    assert "--treebank TREEBANK the gold .mrg (wsj22.mrg)" in " ".join(capsys.readouterr().out.split())
