@@ -196,6 +196,19 @@ def test_evaluate_refuses_heads_against_a_gold_without_them():
     assert evaluate([with_heads], pred_heads=[[2, 0]])["attachment"]["uas"] == 100.0
 
 
+def test_score_files_counts_empty_predictions(tmp_path):
+    mrg, pred = tmp_path / "g.mrg", tmp_path / "p.txt"
+    mrg.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n(S (NP (DT a) (NN dog)) (VP (VBD ran)))\n",
+                   encoding="utf-8")
+    pred.write_text("(S the (X cat sat))\n(S (X a dog) ran)\n", encoding="utf-8")
+    r = score_files(str(mrg), str(pred))
+    # 1: {(1,3)} vs gold {(0,2)}: F1 0; 2: {(0,2)}: F1 1 (the sentence span left out); nothing blank
+    assert (r["uf1"], r["empty_predictions"], r["scored_sentences"]) == (50.0, 0, 2)
+    pred.write_text("\n(S (X a dog) ran)\n", encoding="utf-8")  # nothing predicted for the first: F1 0, counted
+    r = score_files(str(mrg), str(pred))
+    assert (r["uf1"], r["empty_predictions"], r["scored_sentences"]) == (50.0, 1, 2)
+
+
 def test_score_files_needs_the_gold_dependencies_for_heads(tmp_path):
     mrg, pred = tmp_path / "g.mrg", tmp_path / "p.conllu"
     mrg.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n", encoding="utf-8")
