@@ -177,12 +177,9 @@ def test_report_curves_compare_end_to_end(tmp_path, capsys, monkeypatch):
     assert list(lines[3].get_ydata()) == [30.1, 30.1]
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "--png PNG the first metric's curves (with --compare: a colour per group)" in " ".join(
-        capsys.readouterr().out.split())
-    with pytest.raises(SystemExit):
-        main(["--help"])
-    assert "--at AT [AT ...] --compare's update counts (default: the last group's)" in " ".join(
-        capsys.readouterr().out.split())
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--png PNG the first metric's curves (with --compare: a colour per group)" in help_text
+    assert "--at AT [AT ...] --compare's update counts (default: the last group's)" in help_text
     for argv, message in (([str(s1), str(ref), "--compare"], "--compare needs a --groups name per run: 0 for 2"),
                           ([str(s1), str(ref), "--groups", "a", "a", "--compare"], "two groups or more")):
         with pytest.raises(SystemExit) as e:
