@@ -8,12 +8,16 @@
 #        VALIDATE=1000 (updates) | epoch (a validation at the end of each epoch, as the authors' loops do)
 #        MAX_UPDATE=200000  DEVICE=cpu|cuda  THREADS=1  POLL=30  EXTRA="..." (more fairseq-train flags; recorded)
 #        STOP_AFTER=UPDATES (this call trains a run to at most that many updates: a resumable slice, e.g. a GPU lease)
-#        VARIANTS="paper" | "paper code" | "code": code = the model as its authors' code trains it; its runs are
-#        ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled embeddings, linear LM
-#        head, Adam (0.9, 0.999) eps 1e-9, weight decay 1.2e-6 (fairseq's adam: decoupled; theirs is L2 in the
-#        gradient: EXTRA="--optimizer adam_l2"), clip 0.25, lr 1e-3, no warmup, kept fixed (SCHEDULE=plateau:
-#        halved as their main.py does, after 3 epochs without a lower validation loss: --lr-scheduler loss_plateau,
-#        with VALIDATE=epoch; RESULTS.md says which rows use which). Constituent attention
+#        VARIANTS="paper" | "paper code" | "code" | "code_model": code = the model as its authors' code trains it;
+#        its runs are ARCH_code_sSEED. StructFormer (reference_code_notes.md 4): its model flags, unscaled
+#        embeddings, linear LM head, their init (--sf-code-init, U(-0.1, 0.1) embeddings), dropout after the FFN's
+#        activation and none on the embeddings, the calibration over the batch, Bernoulli masks, Adam (0.9, 0.999)
+#        eps 1e-9 with weight decay 1.2e-6 in the gradient (adam_l2), clip 0.25, lr 1e-3, no warmup, kept fixed
+#        (SCHEDULE=plateau: halved as their main.py does, after 3 epochs without a lower validation loss:
+#        --lr-scheduler loss_plateau, with VALIDATE=epoch; RESULTS.md says which rows use which). code_model
+#        (StructFormer only; runs ARCH_code_model_sSEED): their model and optimizer settings with ours for the
+#        init, dropouts, calibration, masks and decay (decoupled): the runs RESULTS.md calls "ours" (until
+#        2026-11-29 this was VARIANTS=code; their training choices gain 0.8 wsj22 UAS over it). Constituent attention
 #        (yaushian/Tree-Transformer, reference_code_notes.md 1): link scale 256, C_ii ~ 0, the links' own
 #        LayerNorm, their parse (min layer 2, the 0.7 rule), [CLS] in the link chain, their untied output layer
 #        and xavier init, each word, [CLS] and [UNK] predicted with p = 1/7, 64 random sentences a batch (not
@@ -85,6 +89,8 @@ text() {  # corpus -> its training text, written once (atomic: fairseq-tree-indu
 # 2. train: the settings of train_induction_ptb.sh's CPU rows (RESULTS.md), wsj22 UF1 selects and stops
 CODE_MODEL="--sf-calibrate --sf-parser-layernorm --sf-leaky-relu --encoder-learned-pos --attention-dropout 0"
 CODE_MODEL+=" --no-scale-embedding --lm-head linear"
+CODE_TRAIN="--sf-code-init --embed-init uniform --activation-dropout 0.1 --embed-dropout 0 --sf-calibrate-batch"
+CODE_TRAIN+=" --mask-sampling bernoulli"  # their training choices beyond the model (code; not code_model)
 CODE_OPT="--adam-betas (0.9,0.999) --adam-eps 1e-9 --lr 1e-3 $CODE_SCHEDULE --clip-norm 0.25"
 CODE_OPT+=" --weight-decay 1.2e-6"
 PAPER_OPT="--adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400 --clip-norm 1.0"
@@ -95,17 +101,18 @@ CA_CODE_MODEL+=" --mask-sampling bernoulli --mask-bos-unk --unsorted-batches"
 CA_CODE_OPT="--adam-betas (0.9,0.98) --adam-eps 1e-9 --lr 1e-4 --lr-scheduler fixed --warmup-updates 0 --clip-norm 1.5"
 CA_CODE_OPT+=" --weight-decay 0 --batch-size 64"
 flags() {  # arch seed variant -> the flags that make the run what it is (its flags.txt; not the device)
-  local model="" opt=$PAPER_OPT batch="--max-tokens 1024"
+  local model="" opt=$PAPER_OPT batch="--max-tokens 1024" optim=adam
   case $3/$1 in
-    code/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT ;;
+    code/structformer*) model=" $CODE_MODEL $CODE_TRAIN" opt=$CODE_OPT optim=adam_l2 ;;
+    code_model/structformer*) model=" $CODE_MODEL" opt=$CODE_OPT ;;
     code/constituent_transformer*) model=" $CA_CODE_MODEL" opt=$CA_CODE_OPT batch="--max-tokens 8192" ;;
   esac
-  echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer adam" \
+  echo "$WORK/$CORPUS/data-bin --task tree_induction --arch $1$model --criterion masked_lm --optimizer $optim" \
     "$opt $batch --seed $2 --eval-treebank $D/wsj22/wsj22.mrg" \
     "--eval-deps $D/wsj22/wsj22.sd.conll --best-checkpoint-metric uf1 --maximize-best-checkpoint-metric $EXTRA"
 }
 run_dir() {  # arch seed variant
-  if [ "$3" = code ]; then echo "$WORK/$CORPUS/$1_code_s$2"; else echo "$WORK/$CORPUS/$1_s$2"; fi
+  if [ "$3" = paper ]; then echo "$WORK/$CORPUS/$1_s$2"; else echo "$WORK/$CORPUS/$1_$3_s$2"; fi
 }
 stop_of() {  # run dir -> "EPOCH UPDATES" where one uninterrupted --patience run stops; nothing before that
   [ ! -f "$1/train.log" ] || fairseq-tree-report patience "$1/train.log" --patience "$PATIENCE" --maximize
@@ -185,10 +192,11 @@ text "$CORPUS"
 for arch in $RUNS; do
   for variant in $VARIANTS; do
     case $variant/$arch in
-      paper/*|code/structformer*|code/constituent_transformer*) ;;
-      code/*) echo "== $arch: no code variant (StructFormer's and constituent attention's only); skipped" >&2
-              continue ;;
-      *) echo "unknown variant $variant (paper, code)" >&2; exit 2 ;;
+      paper/*|code/structformer*|code/constituent_transformer*|code_model/structformer*) ;;
+      code/*|code_model/*) echo "== $arch: no $variant variant (code: StructFormer's and constituent attention's;"\
+                                "code_model: StructFormer's); skipped" >&2
+                           continue ;;
+      *) echo "unknown variant $variant (paper, code, code_model)" >&2; exit 2 ;;
     esac
     for seed in $SEEDS; do
       train "$arch" "$seed" "$variant"

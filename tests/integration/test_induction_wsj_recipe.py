@@ -81,12 +81,16 @@ def test_induction_recipe_slice_resume_and_scores(shared_slice, tmp_path):
 def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
     """VARIANTS=code: StructFormer and constituent attention with their authors' code's settings, each in its own
     run directory (the flags reach fairseq-train), scored like the paper's runs; an arch without a code variant is
-    skipped with a message."""
+    skipped with a message. VARIANTS=code_model: StructFormer's model and optimizer settings of their code with
+    our training choices (init, dropouts, per-sentence calibration, masks, decoupled decay); StructFormer's alone."""
     work = tmp_path / "work"
     res = _recipe(shared_slice, work, RUNS="structformer_tiny constituent_transformer_tiny mlm_transformer_tiny",
-                  VARIANTS="code", MAX_UPDATE="3")
+                  VARIANTS="code code_model", MAX_UPDATE="3")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "mlm_transformer_tiny: no code variant" in res.stderr
+    assert "constituent_transformer_tiny: no code_model variant" in res.stderr
+    assert "mlm_transformer_tiny: no code_model variant" in res.stderr
+    assert not (work / "wsj" / "constituent_transformer_tiny_code_model_s1").exists()
     assert not (work / "wsj" / "constituent_transformer_tiny_s1").exists()
     assert not list((work / "wsj").glob("mlm_transformer_tiny*"))
     ca = work / "wsj" / "constituent_transformer_tiny_code_s1"
@@ -104,10 +108,21 @@ def test_code_variant_trains_as_the_authors_code(shared_slice, tmp_path):
     assert "--no-scale-embedding --lm-head linear" in flags and "--adam-betas (0.9,0.999)" in flags
     assert "inverse_sqrt" not in flags and "--clip-norm 0.25" in flags
     log = (run / "train.log").read_text(encoding="utf-8")
+    their_training = ("sf_code_init=True", "embed_init='uniform'", "activation_dropout=0.1", "embed_dropout=0.0",
+                      "sf_calibrate_batch=True", "optimizer='adam_l2'")
     for arg in ("no_scale_embedding=True", "lm_head='linear'", "sf_calibrate=True", "sf_parser_layernorm=True",
-                "encoder_learned_pos=True", "clip_norm=0.25", "warmup_updates=0"):
+                "encoder_learned_pos=True", "clip_norm=0.25", "warmup_updates=0") + their_training:
         assert arg in log, arg
+    assert "sampling='bernoulli'" in log
     assert (run / "induce_wsj22" / "scores.json").is_file()
+    model = work / "wsj" / "structformer_tiny_code_model_s1"
+    log = (model / "train.log").read_text(encoding="utf-8")
+    for arg in ("no_scale_embedding=True", "lm_head='linear'", "sf_calibrate=True", "clip_norm=0.25",
+                "optimizer='adam'", "sf_code_init=False", "sf_calibrate_batch=False", "activation_dropout=0.0"):
+        assert arg in log, arg
+    assert "sampling='bernoulli'" not in log and "embed_init='uniform'" not in log
+    assert (model / "induce_wsj22" / "scores.json").is_file()
+    assert "| wsj | `structformer_tiny_code_model` | 1 | 3/3 |" in res.stdout
     assert "| wsj | `structformer_tiny_code` | 1 | 3/3 |" in res.stdout
 
 
