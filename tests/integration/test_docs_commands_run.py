@@ -73,8 +73,11 @@ SKIP = [
                                                            "test_induction_runs.py)"),
     ("*", "python scripts/diagnostics/dependents_by_pos.py", "reads a run's predicted heads (a recipe's output; the "
                                                             "script: test_dependents_by_pos.py)"),
-    ("*", "fairseq-tree-report seeds --below", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
-                                               "test_induction_runs.py)"),
+    ("*", "fairseq-tree-report seeds --below 16.7 --at 1000 --group ours work/", "reads the logs of induction_wsj.sh "
+                                                                                "runs (a recipe; report seeds: "
+                                                                                "test_induction_runs.py)"),
+    ("*", "--group code work/induction_wsj/", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
+                                              "test_induction_runs.py)"),
     ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
                                                            "its test runs this table)"),
     ("README.md", "fairseq-tree-train-stanza", "trains a stanza parser at --size small (~12 minutes); the session's "
@@ -113,15 +116,20 @@ STDIN = {("tree2seq.md", "--tree-input raw"): "\n".join(RAW) + "\n"}
 
 # ------------------------------------------------------------------------------------------- the commands
 def commands():
-    """-> [(page, line, toks, stdin file, stdout file)] of every command line of every fenced bash block, in page
-    order (continuations joined, comments and env assignments removed; ``"$(fairseq-tree-user-dir)"`` and
-    ``$SLURM_ARRAY_TASK_ID`` expanded)."""
+    """-> [(page, line, toks, stdin file, stdout file, the block's variables)] of every command line of every fenced
+    bash block, in page order (continuations joined, comments and env assignments removed;
+    ``"$(fairseq-tree-user-dir)"`` and ``$SLURM_ARRAY_TASK_ID`` expanded; a line ``NAME=value`` alone is kept as
+    the block's variable for shell_words)."""
     out = []
     for path in DOCS:
         for block in re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S):
+            variables = []
             for line in block.replace("\\\n", " ").splitlines():
                 line = re.split(r"\s#\s", line.strip())[0].strip()
                 if not line or line.startswith("#"):
+                    continue
+                if re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S+", line):
+                    variables.append(line)
                     continue
                 line = line.replace('"$(fairseq-tree-user-dir)"', USER_DIR).replace("$SLURM_ARRAY_TASK_ID", "0")
                 stdin = re.search(r"\s<\s*(\S+)", line)
@@ -130,8 +138,22 @@ def commands():
                 while toks and re.match(r"^[A-Z_][A-Z0-9_]*=", toks[0]):
                     toks.pop(0)
                 if toks:
-                    out.append((path.name, line, toks, stdin and stdin.group(1), stdout and stdout.group(1)))
+                    out.append((path.name, line, toks, stdin and stdin.group(1), stdout and stdout.group(1),
+                                tuple(variables)))
     return out
+
+
+def shell_words(toks, variables, cwd):
+    """``toks`` as bash expands them in ``cwd`` after the block's ``variables``: ``$R/a_s{1,2}.log`` and
+    ``$R/a_s*.log`` become the files a reader's shell would pass (a glob that matches nothing stays as written,
+    so the command fails on it as it would there). Words without ``$``, braces or glob characters are kept."""
+    expands = [bool(re.search(r"[$*?]|\{[^{}]*,[^{}]*\}", t)) for t in toks]
+    if not any(expands):
+        return toks
+    words = " ".join(t if e else shlex.quote(t) for t, e in zip(toks, expands))
+    script = "".join(f"{v}\n" for v in variables) + f"set -- {words}\nprintf '%s\\0' \"$@\""
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout.split("\0")[:-1]
 
 
 COMMANDS = commands()
@@ -383,10 +405,10 @@ def test_the_commands_of_a_page_run(page, world, tmp_path):
     as run (later commands of a page often read what it writes)."""
     seed(page, tmp_path, world)
     ran = 0
-    for p, line, toks, stdin, stdout in COMMANDS:
+    for p, line, toks, stdin, stdout, variables in COMMANDS:
         if p != page or not runs(toks) or skip_reason(p, line, toks) is not None:
             continue
-        argv = adapt(page, line, toks)
+        argv = adapt(page, line, shell_words(toks, variables, tmp_path))
         text = (tmp_path / stdin).read_text(encoding="utf-8") if stdin else looked_up(STDIN, page, line)
         status, err = execute(argv, tmp_path, stdin=text, stdout=stdout and str(tmp_path / stdout))
         assert status == 0, f"{page}: {line}\nran as: {shlex.join(argv)}\nexit {status}:\n{err}"
