@@ -73,11 +73,8 @@ SKIP = [
                                                            "test_induction_runs.py)"),
     ("*", "python scripts/diagnostics/dependents_by_pos.py", "reads a run's predicted heads (a recipe's output; the "
                                                             "script: test_dependents_by_pos.py)"),
-    ("*", "fairseq-tree-report seeds --below 16.7 --at 1000 --group ours work/", "reads the logs of induction_wsj.sh "
-                                                                                "runs (a recipe; report seeds: "
-                                                                                "test_induction_runs.py)"),
-    ("*", "--group code work/induction_wsj/", "reads the logs of induction_wsj.sh runs (a recipe; report seeds: "
-                                              "test_induction_runs.py)"),
+    ("*", "work/induction_wsj/wsj/structformer_small_code_model_s*", "reads the logs of induction_wsj.sh runs (a "
+                                                                     "recipe; report seeds: test_induction_runs.py)"),
     ("*", "fairseq-tree-report induction work/", "reads the output folder of induction_wsj.sh (a recipe; "
                                                            "its test runs this table)"),
     ("README.md", "fairseq-tree-train-stanza", "trains a stanza parser at --size small (~12 minutes); the session's "
@@ -115,6 +112,9 @@ STDIN = {("tree2seq.md", "--tree-input raw"): "\n".join(RAW) + "\n"}
 
 
 # ------------------------------------------------------------------------------------------- the commands
+ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=\S*")  # NAME=value: a line of its own is a block's variable
+
+
 def commands():
     """-> [(page, line, toks, stdin file, stdout file, the block's variables)] of every command line of every fenced
     bash block, in page order (continuations joined, comments and env assignments removed;
@@ -128,14 +128,14 @@ def commands():
                 line = re.split(r"\s#\s", line.strip())[0].strip()
                 if not line or line.startswith("#"):
                     continue
-                if re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S+", line):
+                if ASSIGNMENT.fullmatch(line):
                     variables.append(line)
                     continue
                 line = line.replace('"$(fairseq-tree-user-dir)"', USER_DIR).replace("$SLURM_ARRAY_TASK_ID", "0")
                 stdin = re.search(r"\s<\s*(\S+)", line)
                 stdout = re.search(r"\s>\s*(\S+)", line)
                 toks = shlex.split(re.split(r"\s[|>]|\s<|\s2>|&&", line)[0])
-                while toks and re.match(r"^[A-Z_][A-Z0-9_]*=", toks[0]):
+                while toks and ASSIGNMENT.match(toks[0]):
                     toks.pop(0)
                 if toks:
                     out.append((path.name, line, toks, stdin and stdin.group(1), stdout and stdout.group(1),
