@@ -15,13 +15,23 @@ A batch (right-padded; n = longest sentence in words, T = n + 2 with BOS and EOS
     rels        [B, n+1] gold relation class of word d (rel id - nspecial)                 (if dependencies)
 """
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from fairseq_tree.data.parsing_data import word_chars
 from fairseq_tree.data.sized_dataset import SizedDataset
+
+
+def spans_to_chart(spans: List[List[Tuple[int, int, int]]], n: int) -> torch.Tensor:
+    """Labeled spans ``(start, end, class)`` per sentence -> ``[B, n+1, n+1]`` long chart of class + 1 (0 = not a
+    constituent): the batch's ``gold_chart``."""
+    chart = torch.zeros(len(spans), n + 1, n + 1, dtype=torch.long)
+    for b, sp in enumerate(spans):
+        for i, j, c in sp:
+            chart[b, i, j] = c + 1
+    return chart
 
 
 class ParsingDataset(SizedDataset):
@@ -108,15 +118,8 @@ def collate(samples: List[dict], dicts, subwords: Optional[Callable] = None) -> 
         batch["net_input"].update(subwords([s["text"] for s in samples], T))
     if "spans" in samples[0]:
         ld = dicts["labels"]
-        gold = []
-        chart = torch.zeros(B, n + 1, n + 1, dtype=torch.long)
-        for b, s in enumerate(samples):
-            sp = s["spans"].view(-1, 3).tolist()
-            g = [(i, j, lab - ld.nspecial) for i, j, lab in sp]
-            for i, j, c in g:
-                chart[b, i, j] = c + 1
-            gold.append(g)
-        batch["gold_spans"], batch["gold_chart"] = gold, chart
+        gold = [[(i, j, lab - ld.nspecial) for i, j, lab in s["spans"].view(-1, 3).tolist()] for s in samples]
+        batch["gold_spans"], batch["gold_chart"] = gold, spans_to_chart(gold, n)
     if "heads" in samples[0]:
         rd = dicts["rels"]
         heads = torch.zeros(B, n + 1, dtype=torch.long)

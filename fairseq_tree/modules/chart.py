@@ -94,15 +94,6 @@ def cky(label_scores: Tensor, lengths: Tensor, gold: Optional[Tensor] = None,
     return out, scores
 
 
-def spans_to_chart(spans: List[List[Span3]], n: int, device=None) -> Tensor:
-    """Labeled spans per sentence -> [B, n+1, n+1] long chart of class + 1 (0 = not a constituent)."""
-    chart = torch.zeros(len(spans), n + 1, n + 1, dtype=torch.long)
-    for b, sp in enumerate(spans):
-        for i, j, c in sp:
-            chart[b, i, j] = c + 1
-    return chart.to(device) if device is not None else chart
-
-
 def tree_score(label_scores: Tensor, spans: List[List[Span3]]) -> Tensor:
     """Sum of label_scores over each sentence's labeled spans, differentiable. Returns [B]."""
     idx = [(b, i, j, c) for b, sp in enumerate(spans) for i, j, c in sp]

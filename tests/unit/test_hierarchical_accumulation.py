@@ -259,6 +259,10 @@ def test_pair_embedding_sum_gradients_match_finite_differences(Hw):
     ev = torch.randn(Kv, 2, generator=g, dtype=torch.float64, requires_grad=True)
     eh = torch.randn(Kh, 3, generator=g, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda w, a, b: PairEmbeddingSum.apply(w, pw, iv, ih, a, b), (w_pairs, ev, eh))
+    # one table frozen (e.g. a fine-tuning that fixes the vertical or the horizontal embeddings): the other still
+    # gets its gradient
+    assert torch.autograd.gradcheck(lambda a: PairEmbeddingSum.apply(w_pairs, pw, iv, ih, a, eh.detach()), (ev,))
+    assert torch.autograd.gradcheck(lambda b: PairEmbeddingSum.apply(w_pairs, pw, iv, ih, ev.detach(), b), (eh,))
     # the forward against its definition written out
     out = PairEmbeddingSum.apply(w_pairs, pw, iv, ih, ev, eh)
     for b in range(B):
@@ -266,3 +270,24 @@ def test_pair_embedding_sum_gradients_match_finite_differences(Hw):
             for i in range(M):
                 ref = sum(pw[b, i, p] * w_pairs[b, h, p] * torch.cat([ev[iv[b, p]], eh[ih[b, p]]]) for p in range(Np))
                 torch.testing.assert_close(out[b, h, i], ref)
+
+
+@pytest.mark.parametrize("spans", [torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, 3, dtype=torch.long),
+                                   torch.zeros(3, 2, dtype=torch.long)])
+def test_build_refuses_spans_that_are_not_batch_node_pairs(spans):
+    with pytest.raises(ValueError, match=r"spans must be \[B, M, 2\], got \(" + ", ".join(map(str, spans.shape))):
+        TreeStructure.build(spans, None, None, num_leaves=4)
+
+
+def test_root_positions_hand_computed_with_padded_nodes_and_a_one_word_sentence():
+    """The root among ``[leaves; nodes]`` (N = 4 leaf slots, M = 3 node slots), by hand: sentence 0 has 4 words and
+    nodes (0,2) (0,4) (the last real node is the root: N + 1 = 5); sentence 1 has 3 words (one padded leaf slot)
+    and its one node in slot 0, slots 1-2 padded (root N + 0 = 4); sentence 2 is one word in leaf slot 1 (left
+    padded), no node: the root is that leaf (1)."""
+    from fairseq_tree.modules.tree_structure import root_positions
+
+    spans = torch.tensor([[[0, 2], [0, 4], [0, 0]], [[0, 3], [0, 0], [0, 0]], [[0, 0], [0, 0], [0, 0]]])
+    node_pad = torch.tensor([[False, False, True], [False, True, True], [True, True, True]])
+    leaf_pad = torch.tensor([[False] * 4, [False, False, False, True], [True, False, True, True]])
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    assert root_positions(tree).tolist() == [5, 4, 1]

@@ -207,3 +207,19 @@ def test_binarizer_vocab_from_data_and_escaped_words(tmp_path):
     rels = Dictionary.load(str(tmp_path / "bin" / "dict.rels.txt"))
     assert {rels[i] for i in range(rels.nspecial, len(rels))} == {"nsubj", "root", "aux", "xcomp", "punct"}
     assert rep["splits"]["train"]["spans"] == 7  # NP, VP(go), S+VP, VP, S; INTJ, FRAG
+
+
+def test_punctuation_elsewhere_in_the_prediction_still_aligns(tmp_path):
+    """Rule 2: each tree loses its own punctuation before the words are compared, so a comma in the gold and a
+    period elsewhere in the prediction leave the same three words, compared in order: a valid sentence, all 3
+    brackets (NP 0-2, VP 2-3, S 0-3) and all 3 tags right."""
+    gold = _lines(tmp_path, "g.mrg", ["(S (NP (DT The) (NN cat)) (, ,) (VP (VBD sat)))"])
+    pred = _lines(tmp_path, "p.mrg", ["(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"])
+    (s,) = score_files(gold, pred).sentences
+    assert (s.status, s.matched, s.gold_brackets, s.pred_brackets, s.words, s.correct_tags) == (0, 3, 3, 3, 3, 3)
+
+
+def test_score_sentence_numbers_from_one_as_evalb():
+    from fairseq_tree.evaluation.bracket_f1 import as_evalb, score_sentence
+
+    assert score_sentence(as_evalb(T(GOLD)), as_evalb(T(GOLD))).sentence == 1

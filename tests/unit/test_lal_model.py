@@ -9,8 +9,8 @@ from conftest import SHARED
 
 from fairseq_tree.criterions.span_hinge_dependency import SpanHingeDependencyCriterion
 from fairseq_tree.data.parsing_data import binarize, get_parser
+from fairseq_tree.data.parsing_dataset import spans_to_chart
 from fairseq_tree.models.lal_parser import LALParserModel, lal_parser_tiny
-from fairseq_tree.modules.chart import spans_to_chart
 from fairseq_tree.modules.label_attention import LabelAttention
 from fairseq_tree.tasks.constituency_parsing import ConstituencyParsingConfig, ConstituencyParsingTask
 

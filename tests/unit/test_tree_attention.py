@@ -289,3 +289,66 @@ def test_tree_attention_in_bf16_follows_fp32(need_weights):
     torch.testing.assert_close(out_cross.float(), ref_cross, atol=0.05, rtol=0.05)
     (out_self.float().sum() + out_cross.float().sum()).backward()
     assert torch.isfinite(xb.grad.float()).all() and xb.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_prepare_builds_every_operand_the_layers_read(variant):
+    """``prepare`` (called outside --tree-compile's graphs) leaves nothing for a forward to build: after it, the
+    encoder's self-attention and the decoder's cross-attention, in training and in eval, add no entry to the tree's
+    per-batch cache (an operand built inside a compiled graph is rebuilt at every step)."""
+    rng = random.Random(5)
+    E, H = 16, 4
+    enc, dec = _attention_pair(variant, E, H)
+    spans, node_pad, leaf_pad, _, _ = collate([random_tree(rng, 7), bpe_tree()], rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    N, M = leaf_pad.size(1), node_pad.size(1)
+    x = torch.randn(N + M, 2, E)
+    for mod in (enc, dec):
+        mod.prepare(tree, [torch.float32])
+    built = set(tree._cache)
+    for training in (True, False):
+        enc.train(training), dec.train(training)
+        enc(x, tree)
+        dec(torch.randn(3, 2, E), x, tree)
+        assert set(tree._cache) == built, set(tree._cache) - built
+
+
+def test_attention_dropout_is_applied_in_training_on_both_paths():
+    """dropout > 0 drops attention probabilities in training, on the fused path (scaled_dot_product_attention) as
+    on the explicit one (need_weights); eval is deterministic and the same on both."""
+    rng = random.Random(6)
+    E, H = 16, 4
+    torch.manual_seed(0)
+    enc = TreeMultiheadAttention(E, H, self_attention=True, dropout=0.5, **VARIANTS["paper"])
+    spans, node_pad, leaf_pad, _, _ = collate([random_tree(rng, 8)], rng)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad)
+    x = torch.randn(leaf_pad.size(1) + node_pad.size(1), 1, E)
+    enc.eval()
+    clean, _ = enc(x, tree)
+    assert torch.allclose(enc(x, tree, need_weights=True)[0], clean, atol=1e-6)
+    enc.train()
+    for need_weights in (False, True):
+        torch.manual_seed(1)
+        a, _ = enc(x, tree, need_weights=need_weights)
+        torch.manual_seed(2)
+        b, _ = enc(x, tree, need_weights=need_weights)
+        assert not torch.allclose(a, clean, atol=1e-3) and not torch.allclose(a, b, atol=1e-3)
+
+
+def test_beam_reorder_within_sentences_copies_nothing():
+    """A reorder of the same size only permutes the beams of each sentence, whose encoder side is identical:
+    the cached encoder (k, v, key bias) is kept as is, as fairseq's MultiheadAttention does."""
+    rng = random.Random(7)
+    E, H = 16, 4
+    _, dec = _attention_pair("paper", E, H)
+    spans, node_pad, leaf_pad, _, _ = collate([random_tree(rng, 5), random_tree(rng, 4)], rng)
+    order = torch.arange(2).repeat_interleave(2)
+    tree = TreeStructure.build(spans, node_pad, leaf_pad).index_select(order)
+    x = torch.randn(leaf_pad.size(1) + node_pad.size(1), 4, E)
+    state = {}
+    dec(torch.randn(1, 4, E), x, tree, incremental_state=state)
+    before = dict(dec._get_input_buffer(state))
+    assert before and all(v is not None for v in before.values())
+    dec.reorder_incremental_state(state, torch.tensor([1, 0, 3, 2]))
+    after = dec._get_input_buffer(state)
+    assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
