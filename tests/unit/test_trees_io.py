@@ -159,3 +159,31 @@ def test_read_conllu_gives_trees_with_heads():
 
     t = next(iter(read_conllu(str(PTB / "valid.conllu"))))
     assert isinstance(t, Tree) and t.labels == [] and t.line == 3 and len(t.heads) == len(t.words)  # first token line
+
+
+def test_read_tree_lines_keeps_the_unary_rule(tmp_path):
+    """A unary chain over a phrase keeps the label the rule asks for, line by line (S over VP: lowest VP,
+    highest S, join S+VP)."""
+    from fairseq_tree.trees.brackets import read_tree_lines
+
+    path = tmp_path / "t.txt"
+    path.write_text("(S (VP (VB go) (RB now)))\n")
+    assert [t.labels for t in read_tree_lines(str(path))] == [["VP"]]
+    assert [t.labels for t in read_tree_lines(str(path), unary="highest")] == [["S"]]
+    assert [t.labels for t in read_tree_lines(str(path), unary="join")] == [["S+VP"]]
+
+
+@pytest.mark.parametrize("text", ["(S (NP (DT a)) (", "(", "(S (NN a)) ("])
+def test_an_open_bracket_at_the_end_is_a_format_error(text):
+    """A line that ends on "(" (cut short) is reported as unbalanced brackets, not an IndexError."""
+    from fairseq_tree.trees import TreeFormatError, tree_from_brackets
+
+    with pytest.raises(TreeFormatError):
+        tree_from_brackets(text)
+
+
+def test_plain_word_undoes_every_escape():
+    from fairseq_tree.trees.brackets import plain_word
+
+    assert [plain_word(w) for w in ["-LRB-", "-RCB-", "1\\/2", "\\*", "a\\*b\\/c", "cat"]] == \
+        ["(", "}", "1/2", "*", "a*b/c", "cat"]
