@@ -89,7 +89,7 @@ def convert(src_dir: Path, out: Path) -> dict:
             shutil.copyfile(src_dir / f"{prefix}.{t}.{ext}", tmp / f"{prefix}.{t}.{ext}")
         counts[split] = dict(sentences=len(leaves), leaves=int(leaves.sizes.sum()), nodes=int(nodes.sizes.sum()))
     info = dict(tree_data_bin=str(src_dir.resolve()), label_tokens=len(vocab) - n_before, splits=counts)
-    (tmp / "positions_matched.json").write_text(json.dumps(info, indent=1) + "\n")
+    (tmp / "positions_matched.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return info

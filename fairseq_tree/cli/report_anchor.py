@@ -67,7 +67,7 @@ def load(work: Path, tgt: str, runs, seeds) -> dict:
         for seed in seeds:
             path = run_dir(work, tgt, run, seed) / "result.json"
             if path.is_file():
-                found.setdefault(run, {})[seed] = json.loads(path.read_text())
+                found.setdefault(run, {})[seed] = json.loads(path.read_text(encoding="utf-8"))
             else:
                 print(f"{path.parent}: no result.json (not trained or not finished)", file=sys.stderr)
     return found

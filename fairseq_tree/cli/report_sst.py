@@ -28,7 +28,8 @@ ROWS = [
 
 
 def cell(work: Path, task: str, run: str, key: str = "accuracy") -> str:
-    scores = [json.loads(p.read_text()).get(key) for p in sorted((work / task / run).glob("s*/dev.json"))]
+    scores = [json.loads(p.read_text(encoding="utf-8")).get(key)
+              for p in sorted((work / task / run).glob("s*/dev.json"))]
     scores = [s for s in scores if s is not None]
     if not scores:
         return "—"

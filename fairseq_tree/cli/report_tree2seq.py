@@ -62,7 +62,9 @@ def paired_p(base_gen: Path, gen: Path, samples: int = 1000) -> float:
 def quality_scores(work: Path, src: str) -> list:
     """-> the records of quality/SRC/scores.jsonl (wsj22, then ptb_sample/valid), [] when not scored."""
     path = work / "quality" / src / "scores.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def quality(records: list) -> str:

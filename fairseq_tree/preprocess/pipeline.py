@@ -217,7 +217,10 @@ def run(args: PreprocessConfig) -> dict:
     fp = _fingerprint(args, files)
     fp_path = os.path.join(workdir, "fingerprint")
     if os.path.exists(workdir):
-        old = open(fp_path).read() if os.path.exists(fp_path) else None
+        old = None
+        if os.path.exists(fp_path):
+            with open(fp_path, encoding="utf-8") as f:  # written UTF-8 (atomic_write_text); paths may not be ASCII
+                old = f.read()
         if old != fp:
             logger.info("work directory %s is from a different configuration: starting afresh", workdir)
             shutil.rmtree(workdir)

@@ -140,3 +140,18 @@ def test_classification_bpe_and_binarize_rows(tmp_path):
     codec.write_scheme(str(tmp_path))
     scheme = json.loads((tmp_path / "classification.json").read_text())
     assert scheme["classes"] == ["0", "1", "2", "3", "4"] and scheme["labels"] == "nodes"
+
+
+def test_segmenter_prepares_each_word_type_once(tmp_path):
+    """``Segmenter.prepare`` segments only the word types it has not cached (one batch per call); the empty
+    string is left to the per-word path; a word of one piece is kept as the word."""
+    codes = tmp_path / "codes"
+    codes.write_text("#version: 0.2\nc a\nca t</w>\n", encoding="utf-8")
+    seg = Segmenter(str(codes))
+    seg.prepare(["cat", "cats", "cat"])
+    assert seg.cache == {"cat": ["cat"], "cats": ["ca@@", "t@@", "s"]}
+    batches = []
+    encode = seg.batch.encode
+    seg.batch.encode = lambda words: batches.append(sorted(words)) or encode(words)
+    seg.prepare(["cat", "cow", "", "cats"])
+    assert batches == [["cow"]] and seg.cache["cow"] == ["c@@", "o@@", "w"] and "" not in seg.cache

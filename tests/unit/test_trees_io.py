@@ -187,3 +187,53 @@ def test_plain_word_undoes_every_escape():
 
     assert [plain_word(w) for w in ["-LRB-", "-RCB-", "1\\/2", "\\*", "a\\*b\\/c", "cat"]] == \
         ["(", "}", "1/2", "*", "a*b/c", "cat"]
+
+
+def test_check_heads_names_the_bad_head():
+    from fairseq_tree.trees.conllu import check_heads
+
+    check_heads([2, 0, 2])
+    with pytest.raises(ValueError, match="bad head 5 for word 2"):
+        check_heads([0, 5])  # out of range
+    with pytest.raises(ValueError, match="bad head 2 for word 2"):
+        check_heads([0, 2])  # its own head
+    with pytest.raises(ValueError, match="cycle through word"):
+        check_heads([0, 3, 2])
+
+
+def _conllu(rows):
+    return "".join(f"{i}\t{w}\t_\tX\tX\t_\t{h}\tdep\t_\t_\n" for i, (w, h) in enumerate(rows, 1))
+
+
+def test_read_conllu_predicted_heads_need_only_be_in_range(tmp_path):
+    """``trees=False`` (per-word argmax heads) takes cycles and several roots, but a head past the sentence is a
+    format error naming the file and the sentence's first line; ``trees=True`` refuses the cycle."""
+    from fairseq_tree.trees import TreeFormatError
+
+    path = tmp_path / "pred.conllu"
+    path.write_text(_conllu([("a", 2), ("b", 1), ("c", 0)]) + "\n" + _conllu([("d", 0), ("e", 0)]))
+    assert [t.heads for t in read_conllu(str(path), trees=False)] == [[2, 1, 0], [0, 0]]
+    with pytest.raises(TreeFormatError, match="pred.conllu:1"):
+        list(read_conllu(str(path)))
+    path.write_text(_conllu([("a", 0)]) + "\n" + _conllu([("d", 0), ("e", 3)]))
+    with pytest.raises(TreeFormatError, match=r"pred.conllu:3: head out of range for 2 words"):
+        list(read_conllu(str(path), trees=False))
+
+
+def test_utf8_files_read_under_an_ascii_locale(tmp_path):
+    """A cluster job under LANG=C (no UTF-8 coercion, no UTF-8 mode: Python's default encoding is ASCII) still
+    reads UTF-8 CoNLL-U files and BPE codes: every open names its encoding."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.conllu").write_text(_conllu([("café", 0), ("naïve", 1)]), encoding="utf-8")
+    (tmp_path / "codes").write_text("#version: 0.2\nc a\nca f\ncaf é</w>\n", encoding="utf-8")
+    code = ("from fairseq_tree.trees.conllu import read_conllu; from fairseq_tree.text.bpe import Segmenter\n"
+            "print([t.words for t in read_conllu('a.conllu')] == [['caf\\u00e9', 'na\\u00efve']], "
+            "Segmenter('codes')('caf\\u00e9') == ['caf\\u00e9'], "
+            "Segmenter('codes')('caf\\u00e9s') == ['caf@@', '\\u00e9@@', 's'])")
+    (tmp_path / "run.py").write_text(code, encoding="ascii")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8"))}
+    env.update(LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0", PYTHONIOENCODING="utf-8")
+    out = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["True"] * 3, out.stderr[-2000:]
