@@ -157,3 +157,70 @@ def test_hinge_zero_when_gold_wins_by_margin():
     scores[0, 4, 6, 0] = 0.2
     loss, grad = _hinge(scores, gold, n)
     assert loss > 0 and grad[0, 4, 6, 3] < 0 and grad[0, 4, 6, 0] > 0
+
+
+def test_partitioned_linear_keeps_the_partitions_apart():
+    """[x_c ; x_p] -> [x_c W_c ; x_p W_p]: the content output ignores the position input and vice versa; without
+    bias (the attention's projections) a zero input gives zero in both partitions."""
+    from fairseq_tree.modules.label_attention import PartitionedLinear
+
+    torch.manual_seed(0)
+    pl = PartitionedLinear(4, 2, 6, 3, bias=False)
+    x = torch.randn(5, 6)
+    y = x.clone()
+    y[:, 4:] += 1.0  # the position half changes
+    a, b = pl(x), pl(y)
+    assert a.shape == (5, 9) and torch.equal(a[:, :6], b[:, :6]) and not torch.allclose(a[:, 6:], b[:, 6:])
+    assert torch.equal(pl(torch.zeros(2, 6)), torch.zeros(2, 9))
+    assert torch.allclose(a, torch.cat([x[:, :4] @ pl.c.weight.T, x[:, 4:] @ pl.p.weight.T], -1))
+
+
+def test_partitioned_self_attention_as_written_out():
+    """Kitaev & Klein (2018)'s partitioned multi-head attention, head by head in float64 (eval: no dropout): per head
+    q, k, v are [content ; position] projections without bias, a = softmax(q k^T / sqrt(d_kv)) over real keys, the
+    head's content and position halves concatenated across heads, projected back per partition, then the post-LN
+    residual and the partitioned ReLU feed-forward."""
+    from fairseq_tree.modules.label_attention import PartitionedSelfAttentionLayer
+
+    torch.manual_seed(1)
+    dc, dp, H, dkv, dff = 6, 4, 2, 4, 8
+    layer = PartitionedSelfAttentionLayer(dc, dp, H, dkv, dff).double().eval()
+    x = torch.randn(2, 5, dc + dp, dtype=torch.float64)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    out = layer(x, pad)
+    half, dh = H * dkv // 2, dkv // 2
+    Wc, Wp = layer.qkv.c.weight, layer.qkv.p.weight  # [3 half, dc], [3 half, dp]: q, k, v stacked
+    for b in range(2):
+        T = int((~pad[b]).sum())
+        xc, xp = x[b, :T, :dc], x[b, :T, dc:]
+        ctx_c, ctx_p = [], []
+        for h in range(H):
+            rows = [slice(i * half + h * dh, i * half + (h + 1) * dh) for i in range(3)]  # q, k, v of head h
+            q, k, v = (torch.cat([xc @ Wc[r].T, xp @ Wp[r].T], -1) for r in rows)
+            a = torch.softmax(q @ k.T / dkv ** 0.5, -1)
+            ctx = a @ v
+            ctx_c.append(ctx[:, :dh])
+            ctx_p.append(ctx[:, dh:])
+        o = torch.cat([torch.cat(ctx_c, -1) @ layer.out.c.weight.T, torch.cat(ctx_p, -1) @ layer.out.p.weight.T], -1)
+        h1 = torch.nn.functional.layer_norm(x[b, :T] + o, (dc + dp,), layer.ln1.weight, layer.ln1.bias)
+        f1, f2 = layer.ff1, layer.ff2  # the feed-forward's linear maps have biases, partition by partition
+        r = torch.relu(torch.cat([h1[:, :dc] @ f1.c.weight.T + f1.c.bias, h1[:, dc:] @ f1.p.weight.T + f1.p.bias], -1))
+        y = torch.cat([r[:, :dff // 2] @ f2.c.weight.T + f2.c.bias, r[:, dff // 2:] @ f2.p.weight.T + f2.p.bias], -1)
+        ref = torch.nn.functional.layer_norm(h1 + y, (dc + dp,), layer.ln2.weight, layer.ln2.bias)
+        torch.testing.assert_close(out[b, :T], ref)
+
+
+def test_label_attention_residual_dropout_by_default_and_even_sizes():
+    """Residual dropout on the label attention's output is on by default (Mrini et al.'s code; the only dropout
+    left here: no attention dropout, no feed-forward), so two training passes differ and eval passes agree; odd
+    d_kv or d_proj cannot be split into content and position halves."""
+    torch.manual_seed(2)
+    lal = LabelAttention(6, 4, 3, d_kv=4, d_proj=4, dropout=0.5, attention_dropout=0.0, pwff=False)
+    x, pad = torch.randn(2, 5, 10), torch.zeros(2, 5, dtype=torch.bool)
+    lal.train()
+    assert not torch.allclose(lal(x, pad)[0], lal(x, pad)[0])
+    lal.eval()
+    assert torch.equal(lal(x, pad)[0], lal(x, pad)[0])
+    for kw in (dict(d_kv=5), dict(d_proj=3)):
+        with pytest.raises(ValueError, match="must be even"):
+            LabelAttention(6, 4, 3, **{**dict(d_kv=4, d_proj=4), **kw})
