@@ -27,6 +27,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
+def check_even(**sizes: int) -> None:
+    """Sizes split between the content and position partitions must be even (a ValueError naming the odd ones)."""
+    odd = [f"{name}={size}" for name, size in sizes.items() if size % 2]
+    if odd:
+        raise ValueError(f"{' and '.join(odd)} must be even: split between the content and position partitions")
+
+
 class PartitionedLinear(nn.Module):
     """[x_c ; x_p] -> [x_c W_c ; x_p W_p]."""
 
@@ -45,8 +52,7 @@ class PartitionedSelfAttentionLayer(nn.Module):
 
     def __init__(self, d_c, d_p, heads, d_kv, d_ff, dropout=0.1, attention_dropout=0.1, relu_dropout=0.1):
         super().__init__()
-        if d_kv % 2:
-            raise ValueError(f"d_kv={d_kv} must be even: it is split between the content and position partitions")
+        check_even(d_kv=d_kv)
         self.h, self.dk = heads, d_kv
         half = heads * d_kv // 2
         self.qkv = PartitionedLinear(d_c, d_p, 3 * half, 3 * half, bias=False)
@@ -87,9 +93,7 @@ class LabelAttention(nn.Module):
     def __init__(self, d_c, d_p, heads, d_kv=64, d_proj=64, dropout=0.1, attention_dropout=0.1,
                  residual_dropout=True, pwff=True, d_ff=256, relu_dropout=0.1, per_head_ffn=False):
         super().__init__()
-        if d_kv % 2 or d_proj % 2:
-            raise ValueError(f"d_kv={d_kv} and d_proj={d_proj} must be even: each is split between the content and "
-                             "position partitions")
+        check_even(d_kv=d_kv, d_proj=d_proj)
         self.h, self.dk, self.d_proj, self.d_c = heads, d_kv, d_proj, d_c
         half = d_kv // 2
         self.query = nn.Parameter(torch.empty(heads, d_kv).normal_(0, d_kv ** -0.5))

@@ -146,10 +146,3 @@ def test_eisner_matches_exhaustive():
         assert sum(float(scores[b, h, d]) for d, h in enumerate(got_heads, 1)) == pytest.approx(expect, abs=1e-4)
         assert heads[b, nb + 1:].eq(0).all()
 
-
-def test_spans_to_chart_hand_computed():
-    """The batch's gold chart: class + 1 at (start, end), 0 elsewhere, long (the cost-augmented CKY's one-hot index)."""
-    chart = spans_to_chart([[(0, 2, 0), (0, 3, 4)], [(1, 2, 1)]], 3)
-    expect = torch.zeros(2, 4, 4, dtype=torch.long)
-    expect[0, 0, 2], expect[0, 0, 3], expect[1, 1, 2] = 1, 5, 2
-    assert chart.dtype == torch.long and torch.equal(chart, expect)

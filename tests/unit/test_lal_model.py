@@ -222,5 +222,10 @@ def test_label_attention_residual_dropout_by_default_and_even_sizes():
     lal.eval()
     assert torch.equal(lal(x, pad)[0], lal(x, pad)[0])
     for kw in (dict(d_kv=5), dict(d_proj=3)):
-        with pytest.raises(ValueError, match="must be even"):
+        (name, size), = kw.items()
+        with pytest.raises(ValueError, match=f"^{name}={size} must be even"):
             LabelAttention(6, 4, 3, **{**dict(d_kv=4, d_proj=4), **kw})
+    from fairseq_tree.modules.label_attention import PartitionedSelfAttentionLayer
+
+    with pytest.raises(ValueError, match="^d_kv=3 must be even"):
+        PartitionedSelfAttentionLayer(6, 4, 2, 3, 8)

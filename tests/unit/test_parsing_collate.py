@@ -4,7 +4,7 @@ tensor of the docstring of ``fairseq_tree.data.parsing_dataset``, written out by
 import torch
 from fairseq.data import Dictionary
 
-from fairseq_tree.data.parsing_dataset import collate, encode_sentence
+from fairseq_tree.data.parsing_dataset import collate, encode_sentence, spans_to_chart
 
 
 def _dict(symbols):
@@ -78,3 +78,11 @@ def test_dataset_items_shuffle_and_subwords():
     batch = ds.collater([ds[0], ds[19]])
     assert seen == [([["the", "cat"], ["a", "dog"]], 4)]
     assert batch["net_input"]["pt_tokens"].shape == (2, 3)
+
+
+def test_spans_to_chart_hand_computed():
+    """The batch's gold chart: class + 1 at (start, end), 0 elsewhere, long (the cost-augmented CKY's one-hot index)."""
+    chart = spans_to_chart([[(0, 2, 0), (0, 3, 4)], [(1, 2, 1)]], 3)
+    expect = torch.zeros(2, 4, 4, dtype=torch.long)
+    expect[0, 0, 2], expect[0, 0, 3], expect[1, 1, 2] = 1, 5, 2
+    assert chart.dtype == torch.long and torch.equal(chart, expect)

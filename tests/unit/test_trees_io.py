@@ -201,23 +201,19 @@ def test_check_heads_names_the_bad_head():
         check_heads([0, 3, 2])
 
 
-def _conllu(rows):
-    return "".join(f"{i}\t{w}\t_\tX\tX\t_\t{h}\tdep\t_\t_\n" for i, (w, h) in enumerate(rows, 1))
-
-
 def test_read_conllu_predicted_heads_need_only_be_in_range(tmp_path):
     """``trees=False`` (per-word argmax heads) takes cycles and several roots, but a head past the sentence is a
     format error naming the file and the sentence's first line; ``trees=True`` refuses the cycle."""
     from fairseq_tree.trees import TreeFormatError
 
-    path = tmp_path / "pred.conllu"
-    path.write_text(_conllu([("a", 2), ("b", 1), ("c", 0)]) + "\n" + _conllu([("d", 0), ("e", 0)]))
-    assert [t.heads for t in read_conllu(str(path), trees=False)] == [[2, 1, 0], [0, 0]]
-    with pytest.raises(TreeFormatError, match="pred.conllu:1"):
-        list(read_conllu(str(path)))
-    path.write_text(_conllu([("a", 0)]) + "\n" + _conllu([("d", 0), ("e", 3)]))
-    with pytest.raises(TreeFormatError, match=r"pred.conllu:3: head out of range for 2 words"):
-        list(read_conllu(str(path), trees=False))
+    path = str(tmp_path / "pred.conllu")  # each sentence: "# sent_id", "# text", then its words
+    write_conllu(path, [["a", "b", "c"], ["d", "e"]], [[2, 1, 0], [0, 0]])
+    assert [t.heads for t in read_conllu(path, trees=False)] == [[2, 1, 0], [0, 0]]
+    with pytest.raises(TreeFormatError, match="pred.conllu:3"):
+        list(read_conllu(path))
+    write_conllu(path, [["a"], ["d", "e"]], [[0], [0, 3]])
+    with pytest.raises(TreeFormatError, match=r"pred.conllu:7: head out of range for 2 words"):
+        list(read_conllu(path, trees=False))
 
 
 def test_utf8_files_read_under_an_ascii_locale(tmp_path):
@@ -226,7 +222,7 @@ def test_utf8_files_read_under_an_ascii_locale(tmp_path):
     import subprocess
     import sys
 
-    (tmp_path / "a.conllu").write_text(_conllu([("café", 0), ("naïve", 1)]), encoding="utf-8")
+    write_conllu(str(tmp_path / "a.conllu"), [["café", "naïve"]], [[0, 1]])
     (tmp_path / "codes").write_text("#version: 0.2\nc a\nca f\ncaf é</w>\n", encoding="utf-8")
     code = ("from fairseq_tree.trees.conllu import read_conllu; from fairseq_tree.text.bpe import Segmenter\n"
             "print([t.words for t in read_conllu('a.conllu')] == [['caf\\u00e9', 'na\\u00efve']], "
