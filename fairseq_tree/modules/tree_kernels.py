@@ -14,9 +14,13 @@ unless ``TRITON_INTERPRET=1`` (triton's interpreter runs the kernels on them: th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from typing import Optional
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
 
 import torch
 from torch import Tensor
@@ -60,7 +64,7 @@ def use_fused(kernels: str, x: Tensor) -> bool:
     and float64 (the kernels compute in fp32)."""
     if kernels not in KERNELS:
         raise ValueError(f"--tree-kernels must be one of {KERNELS}, got {kernels!r}")
-    if kernels == "eager" or x.dtype == torch.float64 or not (x.is_cuda or interpreting()):
+    if kernels == "eager" or x.dtype == torch.float64 or not (x.is_cuda or interpreting() or _compiling):
         return False
     if torch.compiler.is_compiling():
         return False
@@ -117,9 +121,87 @@ def cdiv(a: int, b: int) -> int:
 
 
 def _launch(name: str, grid: tuple, *args, **meta) -> None:
-    """One launch of the kernel ``name`` of :mod:`tree_kernels_triton`, counted by an active LaunchCounter."""
+    """One launch of the kernel ``name`` of :mod:`tree_kernels_triton`, counted by an active LaunchCounter; inside
+    :func:`compile_only`, its compilation for that GPU instead (nothing runs)."""
     with fused_launch(name):
-        getattr(kernels_module(), name)[grid](*args, **meta)
+        kernel = getattr(kernels_module(), name)
+        if _compiling:
+            # warmup: triton's own binder specialises on these very arguments (dtypes, alignment, ints equal to 1),
+            # as the launch would; it compiles and returns the kernel without launching it
+            _compiling[-1].append(CompiledKernel(name, kernel.warmup(*args, grid=grid, **meta)))
+        else:
+            kernel[grid](*args, **meta)
+
+
+_compiling: List[List["CompiledKernel"]] = []  # the open compile_only blocks' records (innermost last)
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel as triton's real compiler built it for a GPU (:func:`compile_only`)."""
+    name: str
+    kernel: object  # triton's CompiledKernel: .asm (ttir ... ptx, cubin), .metadata, .src.signature
+
+    @property
+    def signature(self) -> dict:
+        return dict(self.kernel.src.signature)
+
+    def resources(self) -> dict:
+        """ptxas's resource usage of the cubin: REG (registers a thread), SHARED (bytes a block), LOCAL (bytes a
+        thread of local memory: register spills), STACK; read by the cuobjdump that triton ships."""
+        from triton import knobs  # deferred: only where triton is installed
+
+        tool = knobs.nvidia.cuobjdump.path
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(self.kernel.asm["cubin"])
+            f.flush()
+            out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True,
+                                 check=True).stdout
+        line = next(ln for ln in out.splitlines() if "REG:" in ln)
+        return {k: int(v) for k, v in (kv.split(":") for kv in line.split()) if k in ("REG", "STACK", "SHARED",
+                                                                                      "LOCAL")}
+
+
+class _CompileOnlyDriver:
+    """triton's active driver, stood in: the current device is a GPU of ``target``; there is no stream to launch on
+    (kernels are only compiled: :func:`compile_only`)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def get_current_device(self) -> str:
+        return f"sm_{self.target.arch} (compile only)"  # triton's per-device caches: one per target, none shared
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+
+@contextlib.contextmanager
+def compile_only(arch: int = 90) -> Iterator[List[CompiledKernel]]:
+    """``with compile_only(90) as built: <the fused path's forward and backward on CPU tensors>``: each launch is
+    compiled by triton's real compiler (its MLIR passes, LLVM and ptxas) for NVIDIA ``sm_<arch>`` and recorded in
+    ``built``, and nothing runs: the kernels are checked for a card before a GPU is lent (the interpreter accepts
+    programs the compiler rejects). The outputs the kernels would write are left unwritten. Needs triton, jitted for
+    a GPU (not under ``TRITON_INTERPRET=1``), in a process that launches no kernel meanwhile."""
+    if interpreting():
+        raise RuntimeError("compile_only compiles for a GPU: unset TRITON_INTERPRET (it is read as the kernels "
+                           "are jitted)")
+    kernels_module()
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    before = driver._active  # noqa: SLF001  (set_active has no getter; reset_active would build a CUDA driver)
+    driver.set_active(_CompileOnlyDriver(GPUTarget("cuda", arch, 32)))
+    built: List[CompiledKernel] = []
+    _compiling.append(built)
+    try:
+        yield built
+    finally:
+        _compiling.pop()
+        driver._active = before  # noqa: SLF001
 
 
 class TreeValues(torch.autograd.Function):

@@ -18,7 +18,7 @@ fused path matches the eager one at 1e-5 in fp32.
 
 from __future__ import annotations  # the kernels' annotations (tl.constexpr) stay text until triton reads them
 
-IEEE = "ieee"
+IEEE = "ieee"  # tl.dot's input precision; jit_kernels makes it a tl.constexpr (a kernel reads no other global)
 KERNELS = ("tree_values_fwd", "tree_values_bwd_v", "tree_values_bwd_w", "tree_values_bwd_pairs")
 _HELPERS = ("_leaf_w", "_rows", "_pair_rows", "_alpha")
 tl = None  # triton.language, set by jit_kernels (the kernels' source names it)
@@ -35,6 +35,8 @@ def jit_kernels() -> None:
     import triton.language
 
     tl = triton.language
+    global IEEE
+    IEEE = tl.constexpr("ieee")  # a plain str compiles in the interpreter only (the GPU compiler rejects it)
     for name in _HELPERS + KERNELS:
         globals()[name] = triton.jit(globals()[name])
     jitted = True

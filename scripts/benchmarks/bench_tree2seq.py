@@ -178,8 +178,8 @@ def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int
 def autocast(device: str, amp: str):
     """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model); on the
     CPU, ``cpu-bf16`` (the launch counts' stand-in for a GPU's autocast: its casts are launches too)."""
-    if amp == "cpu-bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+    if amp in ("cpu-bf16", "cpu-fp16"):
+        return torch.autocast("cpu", dtype=torch.bfloat16 if amp == "cpu-bf16" else torch.float16)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
     return torch.autocast("cuda", dtype=dtype, enabled=dtype is not None and device == "cuda")
 
@@ -384,6 +384,43 @@ def count_only(models, data, arch, n, tokens, vocab, labels, args, codes, kind) 
                                     / max(1, sum(counters["pm"].total(s) for s in layers)), 3)).items()))
 
 
+def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
+    """``--compile-kernels``: one tree2seq train step's fused kernels compiled by triton's real compiler (no GPU:
+    :func:`fairseq_tree.modules.tree_kernels.compile_only`) for each card and precision, with the arguments that
+    step passes (their dtypes and alignments); a row per kernel with ptxas's resource usage (registers a thread,
+    shared memory a block, local memory a thread: spills), and a ``key=value`` line. The CPU's autocast stands in
+    for a GPU's (the kernels see the same dtypes). What a lease then pays is the load, not the compile."""
+    from fairseq_tree.modules.tree_kernels import compile_only
+
+    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
+                             str(codes) if kind == "ptb" else None, str(args.ptb)], "cpu")
+    _, model = models["tree2seq"]
+    model.train()
+    amps = {"fp32": "fp32", "bf16": "cpu-bf16", "fp16": "cpu-fp16"}
+    print(f"arch {arch}: --tree-kernels fused compiled for sm_{{{','.join(map(str, args.compile_kernels))}}}, "
+          f"{kind} trees, n = {n}")
+    print(f"{'card':<6} {'amp':<5} {'kernel':<22} {'REG':>4} {'SHARED':>7} {'LOCAL':>6} {'compile s':>9}  v/g dtype")
+    total, spills, worst = 0, 0, 0
+    for cc in args.compile_kernels:
+        for amp in args.compile_amps:
+            model.zero_grad(set_to_none=True)
+            t0 = time.perf_counter()
+            with compile_only(cc) as built:
+                step_loss(model, *run_inputs("tree2seq", batch), batch[3], "cpu", amps[amp]).backward()
+            secs = time.perf_counter() - t0
+            seen = {}
+            for k in built:  # a kernel per specialisation; the layers after the first reuse it
+                seen.setdefault((k.name, tuple(sorted(k.signature.items()))), k)
+            for k in seen.values():
+                r = k.resources()
+                total, spills, worst = total + 1, spills + (r["LOCAL"] > 0), max(worst, r["REG"])
+                print(f"sm_{cc:<3} {amp:<5} {k.name:<22} {r['REG']:>4} {r['SHARED']:>7} {r['LOCAL']:>6} "
+                      f"{secs / len(seen):>9.1f}  {k.signature[next(iter(k.signature))]}")
+    print(" ".join(f"{k}={v}" for k, v in dict(
+        arch=arch, cards=",".join(f"sm_{c}" for c in args.compile_kernels), amps=",".join(args.compile_amps),
+        kernels_compiled=total, kernels_spilling=spills, max_registers=worst).items()))
+
+
 def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, codes, ptb, kind) -> None:
     """torch.profiler's operators of one tree2seq train step and of one positions-matched transformer step on
     the same batch: tree2seq's top 20 by self time, then the 15 operators whose self time grows most from the
@@ -435,6 +472,13 @@ def main():
                          "fused-kernel launches; no timing, memory or decoding): per layer, per step, tree2seq against "
                          "the positions-matched transformer. On the CPU, --tree-kernels fused runs its kernels in "
                          "triton's interpreter (TRITON_INTERPRET=1): the launches they make on a GPU")
+    ap.add_argument("--compile-kernels", type=lambda s: [int(c) for c in s.split(",")], default=None,
+                    metavar="CCS", help="only compile tree2seq's fused kernels of a train step for these NVIDIA "
+                                       "compute capabilities (e.g. 80,90: A100, H100/H200) with triton's real "
+                                       "compiler, on any machine (no GPU), and print ptxas's registers / shared / "
+                                       "spills per kernel")
+    ap.add_argument("--compile-amps", type=lambda s: s.split(","), default=["fp32", "bf16", "fp16"],
+                    help="with --compile-kernels: the precisions (comma-separated fp32, bf16, fp16)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--compile", action="store_true",
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
@@ -472,6 +516,11 @@ def main():
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
         codes = learn_ptb_pool(Path(args.ptb), data) if "ptb" in kinds else None
+        if args.compile_kernels:
+            models = {"tree2seq": build("tree2seq", data, arch, "cpu", args.width, False, args.tree_compile_scope,
+                                        "fused")}
+            compile_kernels(models, data, arch, lengths[-1], tokens, vocab, labels, args, codes, kinds[0])
+            return
         models = {k: build(k, data, arch, args.device, args.width, args.tree_compile, args.tree_compile_scope,
                            args.tree_kernels)
                   for k in ("tree2seq", "transformer")}

@@ -9,6 +9,7 @@ shapes; without triton installed those tests skip and say so."""
 import argparse
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -288,6 +289,74 @@ def test_fused_values_launch_four_kernels_and_few_operators(kernels, hier):
     backward_allocs = Counter({k[2]: n for k, n in c.names.items() if k[1] == "backward" and k[2] in ("zeros",
                                                                                                          "empty")})
     assert backward_allocs == Counter({"empty": 1, "zeros": 3 if hier else 1})
+
+
+# ---------------------------------------------------------------------------------------- the GPU compiler
+# A tree attention's values forward and backward with every launch compiled for a card (tree_kernels.compile_only):
+# a fresh process, as the kernels are jitted once per process (this module's are interpreted) and the compile cache
+# is the test's own.
+COMPILE_SCRIPT = r"""
+import json, random, sys
+import torch
+from tree_reference import bpe_tree, collate, random_tree
+from fairseq_tree.modules import tree_kernels
+from fairseq_tree.modules.hierarchical_accumulation import VARIANTS
+from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
+from fairseq_tree.modules.tree_structure import TreeStructure
+
+rng = random.Random(0)
+spans, node_pad, leaf_pad, _, _ = collate([random_tree(rng, 9, 3), bpe_tree()], rng, extra_n=1, extra_m=1)
+tree = TreeStructure.build(spans, node_pad, leaf_pad, max_horizontal=100, max_vertical=100)
+rows = []
+for card, dtype, variant in json.loads(sys.argv[1]):
+    torch.manual_seed(0)
+    att = TreeMultiheadAttention(16, 2, self_attention=True, hier_embed=True, max_horizontal=100, max_vertical=100,
+                                 **VARIANTS[variant])
+    att.kernels = "fused"
+    x = torch.randn(tree.num_leaves + tree.num_nodes, tree.batch_size, 16).requires_grad_()
+    with tree_kernels.compile_only(card) as built, torch.autocast("cpu", getattr(torch, dtype),
+                                                                  enabled=dtype != "float32"):
+        att._values(x, tree).float().sum().backward()
+    for k in built:
+        rows.append(dict(card=card, dtype=dtype, variant=variant, name=k.name, signature=k.signature,
+                         arch=k.kernel.metadata.arch, resources=k.resources()))
+print(json.dumps(rows))
+"""
+CARDS = [(90, "float32", "paper"), (90, "bfloat16", "code"), (80, "float16", "paper")]
+
+
+@needs_triton
+def test_the_kernels_compile_for_the_cards_users_train_on(tmp_path):
+    """Triton's real compiler (its passes, LLVM and ptxas; no GPU) builds the four kernels of a layer's values for
+    sm_90 (H100, H200) and sm_80 (A100), with the arguments a forward and backward pass them, in fp32 and under
+    half autocast: the interpreter the parity tests run in accepts programs the GPU compiler rejects (a kernel that
+    read a plain global string ran there and failed on every card). The values and gradients arrive in the
+    autocast dtype; the batch's structure operands (the mean's weights, A, D, the pairs' weights) are fp32, and
+    the leaf weights' gradient an fp32 buffer: the accumulation in fp32 is in the compiled kernel's types."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(TRITON_CACHE_DIR=str(tmp_path), TRITON_DEFAULT_FP_FUSION="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, json.dumps(CARDS)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.splitlines()[-1])
+    half = {"float32": "*fp32", "bfloat16": "*bf16", "float16": "*fp16"}
+    for card, dtype, variant in CARDS:
+        built = {r["name"]: r for r in rows if (r["card"], r["dtype"], r["variant"]) == (card, dtype, variant)}
+        assert sorted(built) == sorted(FUSED), (card, dtype, variant)
+        for r in built.values():
+            assert r["arch"] == f"sm{card}"
+            assert r["resources"]["REG"] > 0
+        fwd, bwd_w = built["tree_values_fwd"]["signature"], built["tree_values_bwd_w"]["signature"]
+        assert (fwd["v"], fwd["out"]) == (half[dtype], half[dtype])
+        assert (fwd["w"], fwd["norm"], fwd["A"], fwd["D"], fwd["pw"]) == ("*fp32",) * 5
+        assert (built["tree_values_bwd_v"]["signature"]["g"], bwd_w["gw"]) == (half[dtype], "*fp32")
+        assert fwd["HIER"] == bwd_w["BK"] == "constexpr"
 
 
 def test_launch_counter_scopes_phases_and_fused_launches():
