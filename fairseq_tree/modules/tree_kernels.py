@@ -19,6 +19,7 @@ import importlib
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
@@ -128,7 +129,9 @@ def _launch(name: str, grid: tuple, *args, **meta) -> None:
         if _compiling:
             # warmup: triton's own binder specialises on these very arguments (dtypes, alignment, ints equal to 1),
             # as the launch would; it compiles and returns the kernel without launching it
-            _compiling[-1].append(CompiledKernel(name, kernel.warmup(*args, grid=grid, **meta)))
+            t0 = time.perf_counter()
+            built = kernel.warmup(*args, grid=grid, **meta)
+            _compiling[-1].append(CompiledKernel(name, built, time.perf_counter() - t0))
         else:
             kernel[grid](*args, **meta)
 
@@ -141,6 +144,7 @@ class CompiledKernel:
     """One kernel as triton's real compiler built it for a GPU (:func:`compile_only`)."""
     name: str
     kernel: object  # triton's CompiledKernel: .asm (ttir ... ptx, cubin), .metadata, .src.signature
+    seconds: float  # the build's (about 0 where triton's in-memory or on-disk cache held it)
 
     @property
     def signature(self) -> dict:

@@ -388,8 +388,8 @@ def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, k
     """``--compile-kernels``: one tree2seq train step's fused kernels compiled by triton's real compiler (no GPU:
     :func:`fairseq_tree.modules.tree_kernels.compile_only`) for each card and precision, with the arguments that
     step passes (their dtypes and alignments); a row per kernel with ptxas's resource usage (registers a thread,
-    shared memory a block, local memory a thread: spills), and a ``key=value`` line. The CPU's autocast stands in
-    for a GPU's (the kernels see the same dtypes). What a lease then pays is the load, not the compile."""
+    shared memory a block, local memory a thread: spills; the build's seconds, about 0 where triton's cache held
+    it), and a ``key=value`` line. The CPU's autocast stands in for a GPU's (the kernels see the same dtypes)."""
     from fairseq_tree.modules.tree_kernels import compile_only
 
     batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
@@ -404,10 +404,8 @@ def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, k
     for cc in args.compile_kernels:
         for amp in args.compile_amps:
             model.zero_grad(set_to_none=True)
-            t0 = time.perf_counter()
             with compile_only(cc) as built:
                 step_loss(model, *run_inputs("tree2seq", batch), batch[3], "cpu", amps[amp]).backward()
-            secs = time.perf_counter() - t0
             seen = {}
             for k in built:  # a kernel per specialisation; the layers after the first reuse it
                 seen.setdefault((k.name, tuple(sorted(k.signature.items()))), k)
@@ -415,7 +413,7 @@ def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, k
                 r = k.resources()
                 total, spills, worst = total + 1, spills + (r["LOCAL"] > 0), max(worst, r["REG"])
                 print(f"sm_{cc:<3} {amp:<5} {k.name:<22} {r['REG']:>4} {r['SHARED']:>7} {r['LOCAL']:>6} "
-                      f"{secs / len(seen):>9.1f}  {k.signature[next(iter(k.signature))]}")
+                      f"{k.seconds:>9.1f}  {k.signature[next(iter(k.signature))]}")
     print(" ".join(f"{k}={v}" for k, v in dict(
         arch=arch, cards=",".join(f"sm_{c}" for c in args.compile_kernels), amps=",".join(args.compile_amps),
         kernels_compiled=total, kernels_spilling=spills, max_registers=worst).items()))
