@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, List, Optional
 
 import torch
@@ -59,13 +60,14 @@ def kernels_module():
 
 def use_fused(kernels: str, x: Tensor) -> bool:
     """Whether a layer whose input is ``x`` takes the fused path under ``--tree-kernels kernels``: on CUDA tensors
-    (or any under ``TRITON_INTERPRET=1``) with ``fused`` (an error later if triton is missing) or ``auto`` (where
-    triton is installed). CPU tensors take the eager path otherwise (the kernels are GPU kernels: a checkpoint
-    trained with ``fused`` decodes on any CPU), and so do compiled graphs (``--tree-compile`` traces the eager path)
-    and float64 (the kernels compute in fp32)."""
+    (or any under ``TRITON_INTERPRET=1`` or inside :func:`compile_only`) with ``fused`` (an error later if triton is
+    missing) or ``auto`` (where triton is installed). CPU tensors take the eager path otherwise (the kernels are GPU
+    kernels: a checkpoint trained with ``fused`` decodes on any CPU), and so do compiled graphs (``--tree-compile``
+    traces the eager path) and float64 (the kernels compute in fp32)."""
     if kernels not in KERNELS:
         raise ValueError(f"--tree-kernels must be one of {KERNELS}, got {kernels!r}")
-    if kernels == "eager" or x.dtype == torch.float64 or not (x.is_cuda or interpreting() or _compiling):
+    compiling = _compiling is not None
+    if kernels == "eager" or x.dtype == torch.float64 or not (x.is_cuda or interpreting() or compiling):
         return False
     if torch.compiler.is_compiling():
         return False
@@ -126,17 +128,17 @@ def _launch(name: str, grid: tuple, *args, **meta) -> None:
     :func:`compile_only`, its compilation for that GPU instead (nothing runs)."""
     with fused_launch(name):
         kernel = getattr(kernels_module(), name)
-        if _compiling:
+        if _compiling is not None:
             # warmup: triton's own binder specialises on these very arguments (dtypes, alignment, ints equal to 1),
             # as the launch would; it compiles and returns the kernel without launching it
             t0 = time.perf_counter()
             built = kernel.warmup(*args, grid=grid, **meta)
-            _compiling[-1].append(CompiledKernel(name, built, time.perf_counter() - t0))
+            _compiling.append(CompiledKernel(name, built, time.perf_counter() - t0))
         else:
             kernel[grid](*args, **meta)
 
 
-_compiling: List[List["CompiledKernel"]] = []  # the open compile_only blocks' records (innermost last)
+_compiling: Optional[List["CompiledKernel"]] = None  # the open compile_only block's record of its builds
 
 
 @dataclass
@@ -155,12 +157,11 @@ class CompiledKernel:
         thread of local memory: register spills), STACK; read by the cuobjdump that triton ships."""
         from triton import knobs  # deferred: only where triton is installed
 
-        tool = knobs.nvidia.cuobjdump.path
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(self.kernel.asm["cubin"])
-            f.flush()
-            out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True,
-                                 check=True).stdout
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "kernel.cubin"
+            cubin.write_bytes(self.kernel.asm["cubin"])
+            out = subprocess.run([knobs.nvidia.cuobjdump.path, "--dump-resource-usage", str(cubin)],
+                                 capture_output=True, text=True, check=True).stdout
         line = next(ln for ln in out.splitlines() if "REG:" in ln)
         return {k: int(v) for k, v in (kv.split(":") for kv in line.split()) if k in ("REG", "STACK", "SHARED",
                                                                                       "LOCAL")}
@@ -190,21 +191,23 @@ def compile_only(arch: int = 90) -> Iterator[List[CompiledKernel]]:
     ``built``, and nothing runs: the kernels are checked for a card before a GPU is lent (the interpreter accepts
     programs the compiler rejects). The outputs the kernels would write are left unwritten. Needs triton, jitted for
     a GPU (not under ``TRITON_INTERPRET=1``), in a process that launches no kernel meanwhile."""
+    global _compiling
     if interpreting():
         raise RuntimeError("compile_only compiles for a GPU: unset TRITON_INTERPRET (it is read as the kernels "
                            "are jitted)")
+    if _compiling is not None:
+        raise RuntimeError("compile_only blocks do not nest (triton has one active driver)")
     kernels_module()
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
 
     before = driver._active  # noqa: SLF001  (set_active has no getter; reset_active would build a CUDA driver)
     driver.set_active(_CompileOnlyDriver(GPUTarget("cuda", arch, 32)))
-    built: List[CompiledKernel] = []
-    _compiling.append(built)
+    _compiling = built = []
     try:
         yield built
     finally:
-        _compiling.pop()
+        _compiling = None
         driver._active = before  # noqa: SLF001
 
 

@@ -26,10 +26,11 @@ def train_step(model, loss_fn: Callable[[], "torch.Tensor"], lr: float = 1e-4) -
 
 
 def alternate(steps: Dict[str, Callable[[], None]], repeats: int, device: str = "cpu",
-              warmup: int = 1) -> Dict[str, dict]:
+              warmup: int = 1, clock: Callable[[], float] = time.perf_counter) -> Dict[str, dict]:
     """Time the step functions alternately: ``warmup`` untimed-in-the-median rounds (the first step of each,
     timed apart: lazy initialisation, compilation), then ``repeats`` rounds in which every step runs once, the
-    order rotated each round (so none always runs right after the same one).
+    order rotated each round (so none always runs right after the same one). ``clock``: the wall clock, or on the
+    CPU ``time.thread_time`` (the seconds this thread computed: a busy box's other jobs do not stretch them).
 
     Returns ``{name: {"median": s, "times": [s, ...], "first": s}}``: the median and every time of the timed
     rounds, and the first warm-up step's seconds."""
@@ -40,10 +41,10 @@ def alternate(steps: Dict[str, Callable[[], None]], repeats: int, device: str = 
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             steps[name]()
             sync()
-            dt = time.perf_counter() - t0
+            dt = clock() - t0
             if r == 0:
                 out[name]["first"] = dt
             if r >= warmup:

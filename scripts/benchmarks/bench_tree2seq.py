@@ -26,6 +26,7 @@ the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same
 """
 
 import argparse
+import contextlib
 import functools
 import logging
 import os
@@ -175,6 +176,9 @@ def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int
     return to(net), to({"src_nodes": nodes, "src_spans": spans}), to(pm_net), tgt.to(device)
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
 def autocast(device: str, amp: str):
     """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model); on the
     CPU, ``cpu-bf16`` (the launch counts' stand-in for a GPU's autocast: its casts are launches too)."""
@@ -307,7 +311,7 @@ def tree_compiler(models):
 
 
 def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels, device, amp, codes, ptb, quick,
-                no_memory=False, raw=False, no_decode=False):
+                no_memory=False, raw=False, no_decode=False, clock=time.perf_counter):
     """One tree kind: a table per length and the decoding line; returns the rows and decoding speeds."""
     print(f"\n== {kind} trees ({'m = n - 1' if kind == 'random' else 'PTB sample + BPE subtrees'})")
     print(f"{'n':>5} {'m/n':>5} {'bsz':>4} | {'step ms: tree':>13} {'tf':>7} {'pm':>7} {'/tf':>5} {'/pm':>5} | "
@@ -327,7 +331,7 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
         m_over_n = batch[1]["src_spans"].size(1) and float(
             (batch[1]["src_nodes"] != 1).sum() / (batch[0]["src_tokens"] != 1).sum())
         timed = alternate({run: make_step(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], device, amp)
-                           for run in KINDS}, steps, device)
+                           for run in KINDS}, steps, device, clock=clock)
         t = {run: r["median"] for run, r in timed.items()}
         if raw:
             print(f"  n = {n} step times (ms, alternated): " + "; ".join(
@@ -477,6 +481,14 @@ def main():
                                        "spills per kernel")
     ap.add_argument("--compile-amps", type=lambda s: s.split(","), default=["fp32", "bf16", "fp16"],
                     help="with --compile-kernels: the precisions (comma-separated fp32, bf16, fp16)")
+    ap.add_argument("--host-only", type=int, default=None, metavar="CC",
+                    help="with --tree-kernels fused on the CPU: the kernels are compiled for compute capability CC and "
+                         "never run (their outputs unwritten), so tree2seq's step times the host's work alone, "
+                         "triton's launch binding included: with --width 32 a stand-in for a host-bound GPU step "
+                         "(no memory or decoding rows)")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="the step timer: wall (perf_counter), or cpu (the CPU seconds of this thread, on --device "
+                         "cpu: a busy box's other jobs do not stretch them)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--compile", action="store_true",
                     help="train steps of both models through torch.compile(dynamic=True) (decoding and the CPU "
@@ -510,6 +522,17 @@ def main():
 
     if args.count_launches and args.device == "cpu" and args.tree_kernels != "eager":
         os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are first imported, below
+    host_only = contextlib.nullcontext()
+    if args.clock == "cpu" and args.device != "cpu":
+        ap.error("--clock cpu times the host's thread: it does not see a GPU's time (use --clock wall)")
+    if args.host_only:
+        if args.device != "cpu" or args.tree_kernels != "fused":
+            ap.error("--host-only times the CPU's host work of --tree-kernels fused: --device cpu --tree-kernels fused")
+        from fairseq_tree.modules.tree_kernels import compile_only
+
+        args.no_memory = args.no_decode = True
+        torch.set_flush_denormal(True)  # the unwritten outputs hold garbage: no slow denormal arithmetic after them
+        host_only = compile_only(args.host_only)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         make_data_dir(data, vocab, labels)
@@ -533,12 +556,14 @@ def main():
               f"{', torch.compile' if args.compile else ''}{', --tree-compile' if args.tree_compile else ''}); "
               "parameters: "
               f"tree2seq {params['tree2seq']:,}, transformer {params['transformer']:,}; {tokens} target tokens")
-        results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
-                                  args.amp, codes, args.ptb, args.quick, args.no_memory, args.raw, args.no_decode)
-                   for k in kinds}
-        if args.profile:
-            profile_step(models, data, arch, lengths[-1], tokens, vocab, labels, args.device, args.amp, codes,
-                         args.ptb, kinds[0])
+        with host_only:
+            results = {k: bench_trees(k, models, data, arch, lengths, tokens, steps, vocab, labels, args.device,
+                                      args.amp, codes, args.ptb, args.quick, args.no_memory, args.raw, args.no_decode,
+                                      CLOCKS[args.clock])
+                       for k in kinds}
+            if args.profile:
+                profile_step(models, data, arch, lengths[-1], tokens, vocab, labels, args.device, args.amp, codes,
+                             args.ptb, kinds[0])
     rows, dec = results[kinds[0]]
     last = rows[-1]
     mean = lambda key: round(sum(r[key] for r in rows) / len(rows), 3)  # noqa: E731

@@ -320,8 +320,15 @@ for card, dtype, variant in json.loads(sys.argv[1]):
     for k in built:
         rows.append(dict(card=card, dtype=dtype, variant=variant, name=k.name, signature=k.signature,
                          arch=k.kernel.metadata.arch, resources=k.resources(),
-                         dots=k.kernel.asm["ttir"].count("tt.dot "), ptx_tf32="tf32" in k.kernel.asm["ptx"]))
-print(json.dumps(rows))
+                         dots=k.kernel.asm["ttir"].count("tt.dot "), ptx_tf32="tf32" in k.kernel.asm["ptx"],
+                         seconds=k.seconds))
+try:
+    with tree_kernels.compile_only(90), tree_kernels.compile_only(80):
+        pass
+    nested = "allowed"
+except RuntimeError as e:
+    nested = str(e)
+print(json.dumps(dict(rows=rows, nested=nested)))
 """
 CARDS = [(90, "float32", "paper"), (90, "bfloat16", "code"), (80, "float16", "paper")]
 
@@ -341,14 +348,20 @@ def test_the_kernels_compile_for_the_cards_users_train_on(tmp_path):
     import os
     import subprocess
     import sys
+    import time
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(TRITON_CACHE_DIR=str(tmp_path), TRITON_DEFAULT_FP_FUSION="1",
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))
+    t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, json.dumps(CARDS)], env=env, capture_output=True,
                           text=True, timeout=600)
+    wall = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = json.loads(proc.stdout.splitlines()[-1])
+    out = json.loads(proc.stdout.splitlines()[-1])
+    rows = out["rows"]
+    assert "do not nest" in out["nested"]
+    assert 0 < sum(r["seconds"] for r in rows) < wall  # each build timed (cached ones about 0)
     half = {"float32": "*fp32", "bfloat16": "*bf16", "float16": "*fp16"}
     for card, dtype, variant in CARDS:
         built = {r["name"]: r for r in rows if (r["card"], r["dtype"], r["variant"]) == (card, dtype, variant)}
