@@ -185,7 +185,7 @@ class _CompileOnlyDriver:
 
 
 @contextlib.contextmanager
-def compile_only(arch: int = 90) -> Iterator[List[CompiledKernel]]:
+def compile_only(arch: int) -> Iterator[List[CompiledKernel]]:
     """``with compile_only(90) as built: <the fused path's forward and backward on CPU tensors>``: each launch is
     compiled by triton's real compiler (its MLIR passes, LLVM and ptxas) for NVIDIA ``sm_<arch>`` and recorded in
     ``built``, and nothing runs: the kernels are checked for a card before a GPU is lent (the interpreter accepts
@@ -197,7 +197,7 @@ def compile_only(arch: int = 90) -> Iterator[List[CompiledKernel]]:
                            "are jitted)")
     if _compiling is not None:
         raise RuntimeError("compile_only blocks do not nest (triton has one active driver)")
-    kernels_module()
+    kernels_module()  # jitted now, and without triton the error that names its install
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
 

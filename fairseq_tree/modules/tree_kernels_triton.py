@@ -28,14 +28,13 @@ jitted = False
 def jit_kernels() -> None:
     """Import triton (deferred: optional, slow to import, and it reads TRITON_INTERPRET here) and turn the functions
     of this module into its kernels, once. The helpers are jitted too: the kernels call them."""
-    global tl, jitted
+    global tl, jitted, IEEE
     if jitted:
         return
     import triton
     import triton.language
 
     tl = triton.language
-    global IEEE
     IEEE = tl.constexpr("ieee")  # a plain str compiles in the interpreter only (the GPU compiler rejects it)
     for name in _HELPERS + KERNELS:
         globals()[name] = triton.jit(globals()[name])

@@ -321,14 +321,15 @@ for card, dtype, variant in json.loads(sys.argv[1]):
         rows.append(dict(card=card, dtype=dtype, variant=variant, name=k.name, signature=k.signature,
                          arch=k.kernel.metadata.arch, resources=k.resources(),
                          dots=k.kernel.asm["ttir"].count("tt.dot "), ptx_tf32="tf32" in k.kernel.asm["ptx"],
-                         seconds=k.seconds))
+                         seconds=k.seconds, warp_size=k.kernel.metadata.target.warp_size))
 try:
     with tree_kernels.compile_only(90), tree_kernels.compile_only(80):
         pass
     nested = "allowed"
 except RuntimeError as e:
     nested = str(e)
-print(json.dumps(dict(rows=rows, nested=nested)))
+from triton.runtime import driver
+print(json.dumps(dict(rows=rows, nested=nested, restored=driver._active is None)))
 """
 CARDS = [(90, "float32", "paper"), (90, "bfloat16", "code"), (80, "float16", "paper")]
 
@@ -361,13 +362,14 @@ def test_the_kernels_compile_for_the_cards_users_train_on(tmp_path):
     out = json.loads(proc.stdout.splitlines()[-1])
     rows = out["rows"]
     assert "do not nest" in out["nested"]
+    assert out["restored"]  # triton's driver as it was (none chosen yet, on this machine) after each block
     assert 0 < sum(r["seconds"] for r in rows) < wall  # each build timed (cached ones about 0)
     half = {"float32": "*fp32", "bfloat16": "*bf16", "float16": "*fp16"}
     for card, dtype, variant in CARDS:
         built = {r["name"]: r for r in rows if (r["card"], r["dtype"], r["variant"]) == (card, dtype, variant)}
         assert sorted(built) == sorted(FUSED), (card, dtype, variant)
         for r in built.values():
-            assert r["arch"] == f"sm{card}"
+            assert (r["arch"], r["warp_size"]) == (f"sm{card}", 32)
             assert r["resources"]["REG"] > 0
             assert r["dots"] > 0 and not r["ptx_tf32"], r["name"]
         fwd, bwd_w = built["tree_values_fwd"]["signature"], built["tree_values_bwd_w"]["signature"]
@@ -444,6 +446,16 @@ def test_fused_without_triton_names_the_install(monkeypatch):
     monkeypatch.setattr(tree_kernels.tree_kernels_triton, "jitted", False)
     with pytest.raises(RuntimeError, match="pip install triton"):
         tree_kernels.kernels_module()
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(RuntimeError, match="pip install triton"), tree_kernels.compile_only(90):
+        pass
+
+
+def test_compile_only_refuses_the_interpreter(monkeypatch):
+    """Kernels jitted for triton's interpreter cannot be compiled for a card: compile_only says what to unset."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with pytest.raises(RuntimeError, match="unset TRITON_INTERPRET"), tree_kernels.compile_only(90):
+        pass
 
 
 def tiny_model(kernels: str):
