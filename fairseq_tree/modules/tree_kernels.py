@@ -178,7 +178,7 @@ class _CompileOnlyDriver:
         return f"sm_{self.target.arch} (compile only)"  # triton's per-device caches: one per target, none shared
 
     def get_current_stream(self, device=None) -> int:
-        return 0
+        return 0  # warmup reads a stream and launches nothing on it
 
     def get_current_target(self):
         return self.target
