@@ -190,9 +190,12 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(rel, tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout))
     reader.start()
     deadline = time.time() + 300
-    while not any("parsing 1500 lines" in line for line in lines) and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.2)
-    time.sleep(3)  # the workers are parsing (the pass takes ~15 s here)
+    # each worker logs its parser's dictionaries once loaded: then both are parsing (a pass of 3-15 s on these
+    # machines, by their load; a fixed wait after the pass's first line once outlasted it)
+    while (sum("constituency_parsing | dictionaries" in line for line in lines) < 2 and proc.poll() is None
+           and time.time() < deadline):
+        time.sleep(0.1)
+    time.sleep(0.5)
     assert proc.poll() is None, "".join(lines)
     before = len(lines)
     os.killpg(proc.pid, signal.SIGINT)
