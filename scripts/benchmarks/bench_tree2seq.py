@@ -282,6 +282,13 @@ def batch_from_spec(spec: list, device: str):
     return make_batch(n, bsz, vocab, labels, device, seed, pool)
 
 
+def step_batch(data, arch, n: int, tokens: int, vocab: int, labels: int, codes, ptb, kind: str, device: str):
+    """The batch of one measured train step at source length n (seed 0, ``tokens // n`` sentences): the launch
+    count's, the profile's and the kernels' compilation's."""
+    return batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
+                            str(codes) if kind == "ptb" else None, str(ptb)], device)
+
+
 def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float:
     """Beam-5 sentences/s on ``batch``'s sources, exactly n target tokens each."""
     from fairseq.dataclass.configs import GenerationConfig
@@ -373,8 +380,7 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
 
 def count_only(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
     """``--count-launches``: the launch table of one train step at source length n, and a ``key=value`` line."""
-    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
-                             str(codes) if kind == "ptb" else None, str(args.ptb)], args.device)
+    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb, kind, args.device)
     counters = {run: count_launches(run, batch, args.device, args.amp, models) for run in ("tree2seq", "pm")}
     print(f"arch {arch} on {args.device} ({args.amp}), {kind} trees, --tree-kernels {args.tree_kernels}")
     launch_table(counters, n)
@@ -396,8 +402,7 @@ def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, k
     it), and a ``key=value`` line. The CPU's autocast stands in for a GPU's (the kernels see the same dtypes)."""
     from fairseq_tree.modules.tree_kernels import compile_only
 
-    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
-                             str(codes) if kind == "ptb" else None, str(args.ptb)], "cpu")
+    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb, kind, "cpu")
     _, model = models["tree2seq"]
     model.train()
     amps = {"fp32": "fp32", "bf16": "cpu-bf16", "fp16": "cpu-fp16"}
@@ -429,8 +434,7 @@ def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, code
     positions-matched step to tree2seq's (what holds ``time_ratio_pm`` above 1)."""
     from torch.profiler import ProfilerActivity, profile
 
-    batch = batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
-                             str(codes) if kind == "ptb" else None, str(ptb)], device)
+    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, ptb, kind, device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     # torch >= 2.4 names the GPU column self_device_time_total (self_cuda_time_total before)
     key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
@@ -522,9 +526,9 @@ def main():
 
     if args.count_launches and args.device == "cpu" and args.tree_kernels != "eager":
         os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are first imported, below
-    host_only = contextlib.nullcontext()
     if args.clock == "cpu" and args.device != "cpu":
         ap.error("--clock cpu times the host's thread: it does not see a GPU's time (use --clock wall)")
+    host_only = contextlib.nullcontext()
     if args.host_only:
         if args.device != "cpu" or args.tree_kernels != "fused":
             ap.error("--host-only times the CPU's host work of --tree-kernels fused: --device cpu --tree-kernels fused")
