@@ -378,6 +378,66 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
     return rows, dec
 
 
+def phase_times(models, batch, steps: int, device: str, amp: str, clock=time.perf_counter) -> dict:
+    """``--phases``: the median milliseconds of each phase of a train step (forward with the loss, backward, Adam),
+    tree2seq and the positions-matched transformer alternated step by step, and of tree2seq's tree build alone
+    (its encoder's ``build_tree``, inside its forward). Where the host bounds the step, this says which phase holds
+    the difference. -> {run: {phase: ms}}."""
+    import statistics
+
+    from alternate import _sync
+
+    sync = _sync(device)
+    times = {run: {"forward": [], "backward": [], "optimizer": []} for run in ("tree2seq", "pm")}
+    opts = {run: torch.optim.Adam(models[KINDS[run]][1].parameters(), lr=1e-4) for run in times}
+    for r in range(steps + 1):
+        for run in (("tree2seq", "pm") if r % 2 else ("pm", "tree2seq")):
+            model, opt = models[KINDS[run]][1], opts[run]
+            model.train()
+            sync()
+            t0 = clock()
+            loss = step_loss(model, *run_inputs(run, batch), batch[3], device, amp)
+            sync()
+            t1 = clock()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            sync()
+            t2 = clock()
+            opt.step()
+            sync()
+            t3 = clock()
+            if r:  # the first round: lazy initialisation, the optimizer's state
+                for phase, dt in zip(times[run], (t1 - t0, t2 - t1, t3 - t2)):
+                    times[run][phase].append(dt * 1e3)
+    out = {run: {phase: statistics.median(v) for phase, v in ph.items()} for run, ph in times.items()}
+    encoder = models["tree2seq"][1].encoder
+    net = batch[0]
+    tree = batch[1]
+    builds = []
+    for _ in range(steps):
+        sync()
+        t0 = clock()
+        encoder.build_tree(net["src_tokens"], tree["src_nodes"], tree["src_spans"])
+        sync()
+        builds.append((clock() - t0) * 1e3)
+    out["tree2seq"]["tree build"] = statistics.median(builds)
+    return out
+
+
+def phase_table(phases: dict, n: int) -> None:
+    """Print :func:`phase_times`'s milliseconds, tree2seq against the positions-matched transformer."""
+    a, b = phases["tree2seq"], phases["pm"]
+    total = {run: sum(v for k, v in ph.items() if k != "tree build") for run, ph in phases.items()}
+    print(f"train step by phase, n = {n} (median ms; the tree build is inside tree2seq's forward)")
+    print(f"{'phase':<12} {'tree2seq':>9} {'pos.-matched':>13} {'difference':>11} {'share of it':>12}")
+    gap = total["tree2seq"] - total["pm"]
+    for phase in ("forward", "tree build", "backward", "optimizer"):
+        x, y = a[phase], b.get(phase, 0.0)
+        print(f"{phase:<12} {x:9.2f} {y:13.2f} {x - y:+11.2f} {(x - y) / gap if gap else float('nan'):12.0%}")
+    print(f"{'step':<12} {total['tree2seq']:9.2f} {total['pm']:13.2f} {gap:+11.2f} "
+          f"{total['tree2seq'] / total['pm']:11.2f}x")
+
+
 def count_only(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
     """``--count-launches``: the launch table of one train step at source length n, and a ``key=value`` line."""
     batch = step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb, kind, args.device)
@@ -509,6 +569,9 @@ def main():
                     help="embedding width D (FFN 2D) of both models, the arch's layers and heads kept: with D = 32 and "
                          "short batches the arithmetic is negligible and the step is bound by the host, as a GPU step "
                          "of these sizes is (e.g. --width 32 --lengths 16 --tokens 32 --steps 80)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also time each phase of the train step (forward, backward, optimizer; and tree2seq's tree "
+                         "build) at the longest length, tree2seq against the positions-matched transformer")
     ap.add_argument("--profile", action="store_true",
                     help="also print torch.profiler's table of one tree2seq train step at the longest length, and the "
                          "operators whose time grows most against the positions-matched transformer's step")
@@ -565,6 +628,12 @@ def main():
                                       args.amp, codes, args.ptb, args.quick, args.no_memory, args.raw, args.no_decode,
                                       CLOCKS[args.clock])
                        for k in kinds}
+            if args.phases:
+                n = lengths[-1]
+                phases = phase_times(models, step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb,
+                                                        kinds[0], args.device),
+                                     steps, args.device, args.amp, CLOCKS[args.clock])
+                phase_table(phases, n)
             if args.profile:
                 profile_step(models, data, arch, lengths[-1], tokens, vocab, labels, args.device, args.amp, codes,
                              args.ptb, kinds[0])

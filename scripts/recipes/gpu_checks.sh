@@ -59,7 +59,7 @@ fi
 B=(scripts/benchmarks/bench_tree2seq.py --device cuda --trees ptb --steps 15 --no-decode)
 if has bench; then  # eager and fused alternate row by row (each row its own tree2seq / tf / pm alternation)
   for row in $ROWS; do for k in $KERNELS; do
-    lim 90 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-kernels "$k"
+    lim 90 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-kernels "$k" --phases
   done; done 2>&1 | quiet > "$OUTDIR/bench.log"
 fi
 if has tests; then
