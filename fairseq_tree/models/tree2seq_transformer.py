@@ -40,7 +40,14 @@ from fairseq_tree.models.architecture import require_task
 from fairseq_tree.models.hub_interface import FromPretrained
 from fairseq_tree.modules.fairseq_layers import upgrade_positions_buffer
 from fairseq_tree.modules.tree_attention import TreeMultiheadAttention
-from fairseq_tree.modules.tree_compile import DEFAULT_MULTIPLE, SCOPES, LayerCompiler, compiler_for, tracing
+from fairseq_tree.modules.tree_compile import (
+    BACKENDS,
+    DEFAULT_MULTIPLE,
+    SCOPES,
+    LayerCompiler,
+    compiler_for,
+    tracing,
+)
 from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.modules.tree_structure import DEFAULT_MAX_INDEX, TreeStructure
 from fairseq_tree.side_channels import TreeContext
@@ -81,6 +88,10 @@ class Tree2SeqConfig(TransformerConfig):
     tree_compile_scope: ChoiceEnum(list(SCOPES)) = field(default="stack", metadata={
         "help": "--tree-compile's graphs: each layer loop as one graph (stack: 2 compiled calls a step) or each "
                 "layer its own call (layer: about half the compile time, 1 call per layer)"})
+    tree_compile_backend: ChoiceEnum(list(BACKENDS)) = field(default="inductor", metadata={
+        "help": "--tree-compile's backend: inductor (generated fused kernels), cudagraphs (the traced graphs "
+                "captured and replayed as CUDA graphs, per bucket: no code generation, the host out of the "
+                "layers' step), or aot_eager (the traced graphs run as they are, on any device)"})
 
 
 #: the tree flags (the fields Tree2SeqConfig adds to TransformerConfig)

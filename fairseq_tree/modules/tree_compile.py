@@ -53,6 +53,8 @@ DEFAULT_MULTIPLE = 8
 RECOMPILE_LIMIT = 256
 #: --tree-compile-scope's choices: the layer loops as one graph each, or every layer as its own call
 SCOPES = ("stack", "layer")
+#: --tree-compile-backend's choices: what turns a traced graph (forward and backward, AOTAutograd's) into code
+BACKENDS = ("inductor", "cudagraphs", "aot_eager")
 
 
 def pad_to(x: Tensor, dim: int, size: int, value) -> Tensor:
@@ -77,36 +79,48 @@ class LayerCompiler:
         multiple: the bucket (N, M, T, Np padded up to multiples of it).
         dynamic: passed to ``torch.compile`` (True: symbolic sizes, one graph for every bucket).
         scope: ``stack`` (each layer loop one graph) or ``layer`` (each layer its own call), see the module's doc.
+        backend: ``inductor`` (fused generated kernels), ``cudagraphs`` (the traced aten graphs, captured and
+            replayed as CUDA graphs: no code generation), or ``aot_eager`` (the traced graphs run as they are:
+            what ``cudagraphs`` captures, on any device), see the module's doc.
     """
 
-    def __init__(self, multiple: int = DEFAULT_MULTIPLE, dynamic: bool = True, scope: str = "stack"):
+    def __init__(self, multiple: int = DEFAULT_MULTIPLE, dynamic: bool = True, scope: str = "stack",
+                 backend: str = "inductor"):
         if scope not in SCOPES:
             raise ValueError(f"--tree-compile-scope {scope!r}: expected one of {', '.join(SCOPES)}")
+        if backend not in BACKENDS:
+            raise ValueError(f"--tree-compile-backend {backend!r}: expected one of {', '.join(BACKENDS)}")
         self.multiple = multiple
         self.dynamic = dynamic
         self.scope = scope
+        self.backend = backend
         self.graphs = 0
         self.seconds = 0.0
         self.calls = 0
         self._fns = {}
 
     def __deepcopy__(self, memo):
-        return LayerCompiler(self.multiple, self.dynamic, self.scope)
+        return LayerCompiler(self.multiple, self.dynamic, self.scope, self.backend)
 
     def __getstate__(self):
-        return {"multiple": self.multiple, "dynamic": self.dynamic, "scope": self.scope}
+        return {"multiple": self.multiple, "dynamic": self.dynamic, "scope": self.scope, "backend": self.backend}
 
     def __setstate__(self, state):
         self.__init__(**state)
 
     def _backend(self, gm, example_inputs):
-        """inductor, counting the graphs it compiles and the time it takes."""
-        from torch._inductor.compile_fx import compile_fx
-
+        """The chosen backend on one of dynamo's graphs, counting the graphs and the time it takes (inductor: its
+        patches, :data:`INDUCTOR_PATCHES`; the others: torch's registered backends of those names)."""
         t0 = time.perf_counter()
         self.graphs += 1
         try:
-            return compile_fx(gm, example_inputs, config_patches=INDUCTOR_PATCHES)
+            if self.backend == "inductor":
+                from torch._inductor.compile_fx import compile_fx
+
+                return compile_fx(gm, example_inputs, config_patches=INDUCTOR_PATCHES)
+            from torch._dynamo.backends.registry import lookup_backend
+
+            return lookup_backend(self.backend)(gm, example_inputs)
         finally:
             self.seconds += time.perf_counter() - t0
 
@@ -155,7 +169,8 @@ def compiler_for(cfg) -> Optional[LayerCompiler]:
     if not getattr(cfg, "tree_compile", False):
         return None
     return LayerCompiler(getattr(cfg, "tree_compile_multiple", None) or DEFAULT_MULTIPLE,
-                         scope=getattr(cfg, "tree_compile_scope", None) or "stack")
+                         scope=getattr(cfg, "tree_compile_scope", None) or "stack",
+                         backend=getattr(cfg, "tree_compile_backend", None) or "inductor")
 
 
 def tracing() -> bool:

@@ -40,7 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-from fairseq_tree.modules.tree_compile import SCOPES
+from fairseq_tree.modules.tree_compile import BACKENDS, SCOPES
 from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.utils.step_memory import peak_mb
 
@@ -59,10 +59,10 @@ def make_data_dir(path: Path, vocab: int, labels: int) -> None:
 
 
 def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False,
-          scope: str = "stack", kernels: str = "eager"):
-    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope`` if asked, and
-    ``--tree-kernels kernels``), or fairseq's transformer of its sizes; ``width`` overrides the embedding width
-    (FFN 2 x width), keeping the arch's layers and heads."""
+          scope: str = "stack", kernels: str = "eager", backend: str = "inductor"):
+    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope
+    --tree-compile-backend backend`` if asked, and ``--tree-kernels kernels``), or fairseq's transformer of its
+    sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's layers and heads."""
     from fairseq import options, tasks
 
     import fairseq_tree  # noqa: F401
@@ -73,7 +73,8 @@ def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = 
             common += [f"--{side}-embed-dim", str(width), f"--{side}-ffn-embed-dim", str(2 * width)]
     tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
     if kind == "tree2seq":
-        argv = tree_argv + (["--tree-compile", "--tree-compile-scope", scope] if tree_compile else [])
+        argv = tree_argv + (["--tree-compile", "--tree-compile-scope", scope, "--tree-compile-backend", backend]
+                            if tree_compile else [])
         argv += ["--tree-kernels", kernels]
     else:  # fairseq's transformer with the tree2seq arch's sizes
         ref = options.parse_args_and_arch(options.get_training_parser(), tree_argv)
@@ -562,6 +563,9 @@ def main():
                          "unless --compile")
     ap.add_argument("--tree-compile-scope", choices=SCOPES, default="stack",
                     help="with --tree-compile: each layer loop one graph (stack) or each layer its own call")
+    ap.add_argument("--tree-compile-backend", choices=BACKENDS, default="inductor",
+                    help="with --tree-compile: inductor, cudagraphs (the traced graphs replayed as CUDA graphs) or "
+                         "aot_eager (the traced graphs run as they are)")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
     ap.add_argument("--no-decode", action="store_true", help="skip the beam-search measurement")
     ap.add_argument("--raw", action="store_true", help="print every timed step")
@@ -610,7 +614,7 @@ def main():
             compile_kernels(models, data, arch, lengths[-1], tokens, vocab, labels, args, codes, kinds[0])
             return
         models = {k: build(k, data, arch, args.device, args.width, args.tree_compile, args.tree_compile_scope,
-                           args.tree_kernels)
+                           args.tree_kernels, args.tree_compile_backend)
                   for k in ("tree2seq", "transformer")}
         if args.count_launches:
             count_only(models, data, arch, lengths[-1], tokens, vocab, labels, args, codes, kinds[0])
@@ -643,6 +647,7 @@ def main():
     compiler = tree_compiler(models)
     kv = dict(arch=arch, width=args.width or "arch", device=args.device, amp=args.amp, compile=int(args.compile),
               tree_compile=int(args.tree_compile), scope=args.tree_compile_scope if args.tree_compile else "-",
+              backend=args.tree_compile_backend if args.tree_compile else "-",
               graphs=compiler.graphs if compiler else 0, compile_s=round(compiler.seconds, 1) if compiler else 0,
               trees=kinds[0], n=last["n"],
               time_ratio=round(last["time_ratio"], 3), memory_ratio=round(last["memory_ratio"], 3),

@@ -5,7 +5,9 @@
 # CUDA tests over 170 s (the tiny models of every family are trained first), parse throughput 30 s.
 #
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
-#   env: BUDGET=560 (s, all phases)  PHASES="install kernels bench tests compiled parse anchor"  BUNDLE=.gpu
+#   env: BUDGET=560 (s, all phases)  PHASES="install kernels bench graphs tests compiled parse anchor"  BUNDLE=.gpu
+#        phase `graphs` (issue 51): --tree-compile-backend cudagraphs, its CUDA parity tests, then fp16 / bf16 bench
+#        rows at 8,192 tokens (GRAPH_ROWS="fp16:8192 bf16:8192"): the traced layer stacks replayed as CUDA graphs
 #        phase `induction` (not in the default list): issue 49's paper-size rows trained on the card, below;
 #        IND_RUNS="structformer constituent_transformer" IND_VARIANT=code IND_VALIDATE=500 (updates) IND_WORK=/tmp
 #        IND_MAX_UPDATE=200000 (a run that ends by itself before the deadline is also scored: induce_wsj22/)
@@ -20,7 +22,7 @@ set -u
 OUTDIR=${1:?OUTDIR}; mkdir -p "$OUTDIR"
 REPO=$(cd "$(dirname "$0")/../.." && pwd); cd "$REPO"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$REPO  # the plugin also where its editable install fails
-BUNDLE=${BUNDLE:-.gpu}; BUDGET=${BUDGET:-560}; PHASES=${PHASES:-install kernels bench tests compiled parse anchor}
+BUNDLE=${BUNDLE:-.gpu}; BUDGET=${BUDGET:-560}; PHASES=${PHASES:-install kernels bench graphs tests compiled parse anchor}
 ROWS=${ROWS:-fp16:8192 bf16:8192 fp16:4096 bf16:4096}; KERNELS=${KERNELS:-eager fused}
 T0=$(date +%s); PY=python3
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
@@ -61,6 +63,13 @@ if has bench; then  # eager and fused alternate row by row (each row its own tre
   for row in $ROWS; do for k in $KERNELS; do
     lim 90 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-kernels "$k" --phases
   done; done 2>&1 | quiet > "$OUTDIR/bench.log"
+fi
+if has graphs; then  # the layer stacks traced (no inductor) and replayed as CUDA graphs: right first, then timed
+  { lim 120 $PY -m pytest -q -p no:cacheprovider -n 0 -rA tests/integration/test_cuda.py -k "cudagraphs or cuda_graphs"
+    for row in ${GRAPH_ROWS:-fp16:8192 bf16:8192}; do
+      lim 150 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-compile \
+        --tree-compile-backend cudagraphs --phases
+    done; } 2>&1 | quiet > "$OUTDIR/graphs.log"
 fi
 if has tests; then
   lim 300 $PY -m pytest -q -p no:cacheprovider -n 6 --dist load -rA tests/integration/test_cuda.py \

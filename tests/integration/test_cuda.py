@@ -1,8 +1,9 @@
 """The GPU paths (skipped without CUDA; CI has none, run on a lent GPU as ../shared/notes/gpu_checklist.md says):
 tree2seq's train step on CUDA against the CPU's (fp32), under fp16 / bf16 autocast against fp32, with
-``--checkpoint-activations`` and with ``--tree-compile`` against eager; and every family trained end to end by
-``fairseq-train --fp16`` / ``--bf16`` on CUDA, then decoded, parsed, classified or induced on CUDA by the plugin's
-CLIs. The trees come from the same random batches as tests/integration/test_tree_compile_step.py."""
+``--checkpoint-activations`` and with ``--tree-compile`` (inductor, CUDA graphs) against eager; and every family
+trained end to end by ``fairseq-train --fp16`` / ``--bf16`` on CUDA, then decoded, parsed, classified or induced on
+CUDA by the plugin's CLIs. The trees come from the same random batches as
+tests/integration/test_tree_compile_step.py."""
 
 import contextlib
 
@@ -85,14 +86,16 @@ def test_checkpoint_activations_on_cuda_give_the_same_step(data_dir, eager_cpu, 
         torch.testing.assert_close(b[2][k], a[2][k], rtol=0, atol=1e-6, msg=k)
 
 
+@pytest.mark.parametrize("backend", ["inductor", "cudagraphs"])
 @pytest.mark.parametrize("dtype", [None, torch.bfloat16])
-def test_tree_compile_on_cuda_follows_eager(data_dir, eager_cpu, dtype):  # noqa: F811
-    """The compiled step (inductor's GPU kernels) against eager on CUDA: fp32 at 1e-4, bf16 autocast within the
-    rounding of bf16; two batch shapes, and the second within the first's buckets compiles nothing more."""
+def test_tree_compile_on_cuda_follows_eager(data_dir, eager_cpu, dtype, backend):  # noqa: F811
+    """The compiled step (inductor's GPU kernels, or the traced graphs replayed as CUDA graphs) against eager on
+    CUDA: fp32 at 1e-4, bf16 autocast within the rounding of bf16; three batches, the later two within the first's
+    buckets (a replay for cudagraphs), and they compile nothing more."""
     eager = cuda_copy(data_dir, eager_cpu.state_dict())
-    compiled = cuda_copy(data_dir, eager_cpu.state_dict(), "--tree-compile")
+    compiled = cuda_copy(data_dir, eager_cpu.state_dict(), "--tree-compile", "--tree-compile-backend", backend)
     graphs = []
-    for i, lengths in enumerate(([9, 12, 5, 16], [10, 3, 14])):
+    for i, lengths in enumerate(([9, 12, 5, 16], [10, 3, 14], [16, 11, 2, 9])):
         net, tgt = batch(lengths, 10 + i, T)
         net, tgt = to(net, "cuda"), tgt.cuda()
         with torch.autocast("cuda", dtype=dtype) if dtype else contextlib.nullcontext():
@@ -103,10 +106,36 @@ def test_tree_compile_on_cuda_follows_eager(data_dir, eager_cpu, dtype):  # noqa
         torch.testing.assert_close(lc.float(), le.float(), rtol=tol, atol=tol)
         err = rel_err(flat_g(gc, ge), flat_g(ge, ge))
         diff = float((oc.float() - oe.float()).abs().max())
-        print(f"{dtype or 'fp32'} {lengths}: compiled - eager: output max {diff:.2e}, gradient rel. error {err:.2e}, "
-              f"graphs {compiled.encoder.compiler.graphs}")
+        print(f"{backend} {dtype or 'fp32'} {lengths}: compiled - eager: output max {diff:.2e}, gradient rel. "
+              f"error {err:.2e}, graphs {compiled.encoder.compiler.graphs}")
         assert err < (1e-4 if dtype is None else 5e-2)
-    assert graphs[0] > 0 and graphs[1] == graphs[0], graphs
+    assert graphs[0] > 0 and graphs[2] == graphs[1] == graphs[0], graphs
+
+
+def test_cuda_graphs_accumulate_gradients_as_eager(data_dir, eager_cpu):  # noqa: F811
+    """--update-freq 2 through CUDA graphs: two batches' backward passes add into the same .grad, no zero_grad
+    between (a replay must not overwrite a gradient that holds the graph's output), then a third step after
+    zero_grad; the gradients are eager's at 1e-4 each time."""
+    eager = cuda_copy(data_dir, eager_cpu.state_dict())
+    compiled = cuda_copy(data_dir, eager_cpu.state_dict(), "--tree-compile", "--tree-compile-backend", "cudagraphs")
+    batches = [batch(lengths, 20 + i, T) for i, lengths in enumerate(([9, 12, 5, 16], [10, 3, 14], [15, 6]))]
+    grads = {}
+    for name, model in (("eager", eager), ("cudagraphs", compiled)):
+        model.train()
+        model.zero_grad(set_to_none=True)
+        grads[name] = []
+        for i, (net, tgt) in enumerate(batches):
+            if i == 2:
+                model.zero_grad(set_to_none=True)
+            out, _ = model(**to(net, "cuda"))
+            torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt.cuda()).backward()
+            if i:  # after the accumulated pair, and after the fresh step
+                grads[name].append({k: p.grad.detach().clone() for k, p in model.named_parameters()
+                                    if p.grad is not None})
+    for got, want in zip(grads["cudagraphs"], grads["eager"]):
+        assert got.keys() == want.keys()
+        keys = sorted(want)
+        assert rel_err(flat_g(got, keys), flat_g(want, keys)) < 1e-4
 
 
 # ------------------------------------------------------------------ end to end: fairseq-train on CUDA, our CLIs

@@ -308,7 +308,7 @@ def test_tree_flag_defaults_are_the_papers_in_one_place():
 
     assert TREE_FLAGS == ("no_hierarchical_embeddings", "no_subtree_mask", "hier_embed_size", "tree_vertical_index",
                           "tree_mean_without_leaf", "tree_leaf_weights", "tree_kernels", "tree_compile",
-                          "tree_compile_multiple", "tree_compile_scope")
+                          "tree_compile_multiple", "tree_compile_scope", "tree_compile_backend")
     assert _tree_attention_kwargs(tree_config(Namespace())) == dict(
         hier_embed=True, max_horizontal=100, max_vertical=100, vertical_index="path", count_leaf_in_mean=True,
         leaf_weights="vector", kernels="eager")
@@ -317,7 +317,8 @@ def test_tree_flag_defaults_are_the_papers_in_one_place():
     assert (args.hier_embed_size, args.tree_leaf_weights, args.no_subtree_mask, args.tree_vertical_index,
             args.no_hierarchical_embeddings, args.tree_mean_without_leaf) == (100, "per-head", True, "path", False,
                                                                               False)
-    assert (args.tree_compile, args.tree_compile_multiple, args.tree_compile_scope) == (False, 8, "stack")
+    assert (args.tree_compile, args.tree_compile_multiple, args.tree_compile_scope, args.tree_compile_backend) == (
+        False, 8, "stack", "inductor")
     assert args.tree_kernels == "eager"  # the eager ops stay the default until the GPU rows decide (issue 51)
     cfg = tree_config(Namespace(hier_embed_size=7, tree_vertical_index="depth", encoder_embed_dim=32))
     assert isinstance(cfg, Tree2SeqConfig) and cfg.encoder.embed_dim == 32  # fairseq's nesting of encoder_* flags

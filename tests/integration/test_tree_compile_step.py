@@ -16,7 +16,8 @@ from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_tree.trees import distances_to_tree
 
-pytestmark = pytest.mark.slow(minutes=2)  # 120 s measured (-n 0, the busy 2-core box, 2026-11-27), most of it inductor
+pytestmark = pytest.mark.slow(minutes=3)  # 120 s measured (-n 0, the busy 2-core box, 2026-11-27), most of it inductor;
+# the aot_eager step's tracing 30 s more (2026-12-02)
 
 VOCAB, LABELS = 60, 12
 
@@ -107,6 +108,26 @@ def test_a_compiled_function_is_the_eager_one_and_counts_its_graphs_calls_and_ti
     assert 0 < comp.seconds < time.perf_counter() - t0
 
 
+def test_cudagraphs_on_cpu_tensors_skip_the_capture_and_say_so(caplog):
+    """``--tree-compile-backend cudagraphs`` where the tensors are on the CPU (a CPU run of a config meant for a
+    GPU): torch's backend declines the capture with its reason in the log and runs the traced graphs, forward and
+    backward, with the eager results."""
+    from fairseq_tree.modules.tree_compile import LayerCompiler
+
+    def f(x, y):
+        return torch.tanh(x) @ y + 1
+
+    comp = LayerCompiler(backend="cudagraphs")
+    fn = comp.compiled(f)
+    x, y = torch.randn(3, 4, requires_grad=True), torch.randn(4, 5)
+    x2 = x.detach().clone().requires_grad_()
+    fn(x, y).pow(2).sum().backward()
+    f(x2, y).pow(2).sum().backward()
+    torch.testing.assert_close(fn(x, y), f(x, y))
+    torch.testing.assert_close(x.grad, x2.grad)
+    assert comp.graphs == 1 and "skipping cudagraphs due to cpu device" in caplog.text
+
+
 def calls_per_step(model, net, tgt) -> int:
     """Compiled functions called by one train step."""
     before = model.encoder.compiler.calls
@@ -132,6 +153,25 @@ def test_compiled_step_equals_eager_and_graphs_stay_bounded(models):
     assert graphs[4] == graphs[3], graphs  # new buckets (24), same graphs
     assert graphs[-1] <= 6, graphs
     assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 2
+
+
+def test_the_traced_graphs_without_inductor_are_the_eager_step(data_dir, models):
+    """``--tree-compile-backend aot_eager``: the traced forward and backward graphs run as they are, what
+    ``cudagraphs`` captures and replays on a GPU (tests/integration/test_cuda.py): eager's outputs, loss and
+    gradients at 1e-5 on two batches of one bucket, one set of graphs, two compiled calls a step."""
+    eager, _ = models
+    backend = "aot_eager"
+    _, traced = build(data_dir, "--tree-compile", "--tree-compile-backend", backend)
+    traced.load_state_dict(eager.state_dict())
+    comp = traced.encoder.compiler
+    assert comp.backend == backend and traced.decoder.compiler is comp
+    graphs = []
+    for i, (lengths, T) in enumerate([([9, 12, 5], 10), ([16, 3, 11, 14], 13)]):
+        net, tgt = batch(lengths, i, T)
+        assert_same(loss_and_grads(traced, net, tgt), loss_and_grads(eager, net, tgt), 1e-5)
+        graphs.append(comp.graphs)
+    assert graphs[0] > 0 and graphs[1] == graphs[0], graphs
+    assert calls_per_step(traced, *batch([9, 12, 5], 0, 10)) == 2
 
 
 def test_batch_invariance_through_the_compiled_step(models):

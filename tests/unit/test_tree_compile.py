@@ -59,3 +59,5 @@ def test_compiler_is_per_model_and_copies_start_empty():
         assert not other._fns
     with pytest.raises(ValueError, match="--tree-compile-scope 'stacks'"):
         LayerCompiler(scope="stacks")
+    with pytest.raises(ValueError, match="--tree-compile-backend 'cudagraph': expected one of inductor, cudagraphs"):
+        LayerCompiler(backend="cudagraph")

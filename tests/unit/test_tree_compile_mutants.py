@@ -19,20 +19,24 @@ torch.set_num_threads(1)
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_pickled_or_copied_compiler_keeps_every_setting(dynamic):
     """A model is pickled (checkpoint averaging, spawned workers) and deep-copied (EMA): its compiler keeps the
-    bucket, ``dynamic`` and the scope, and starts with no graph."""
-    c = LayerCompiler(16, dynamic=dynamic, scope="layer")
+    bucket, ``dynamic``, the scope and the backend, and starts with no graph."""
+    c = LayerCompiler(16, dynamic=dynamic, scope="layer", backend="cudagraphs")
     c.graphs = 2
     for other in (pickle.loads(pickle.dumps(c)), copy.deepcopy(c)):
-        assert (other.multiple, other.dynamic, other.scope, other.graphs) == (16, dynamic, "layer", 0)
+        assert (other.multiple, other.dynamic, other.scope, other.backend, other.graphs) == (
+            16, dynamic, "layer", "cudagraphs", 0)
 
 
 def test_compiler_for_the_options():
-    """--tree-compile-multiple 4 --tree-compile-scope layer; without --tree-compile: no compiler."""
+    """--tree-compile-multiple 4 --tree-compile-scope layer --tree-compile-backend aot_eager; a config older than
+    the backend's option: inductor; without --tree-compile: no compiler."""
     class Cfg:
-        tree_compile, tree_compile_multiple, tree_compile_scope = True, 4, "layer"
+        tree_compile, tree_compile_multiple, tree_compile_scope, tree_compile_backend = True, 4, "layer", "aot_eager"
 
     c = compiler_for(Cfg())
-    assert (c.multiple, c.dynamic, c.scope) == (4, True, "layer")
+    assert (c.multiple, c.dynamic, c.scope, c.backend) == (4, True, "layer", "aot_eager")
+    del Cfg.tree_compile_backend
+    assert compiler_for(Cfg()).backend == "inductor"
     assert [c.bucket(n) for n in (1, 4, 5)] == [4, 4, 8]
     Cfg.tree_compile = False
     assert compiler_for(Cfg()) is None
