@@ -7,6 +7,8 @@
 #   scripts/recipes/gpu_bundle.sh [BUNDLE=.gpu] [PYVER=3.12]
 #   env: ANCHOR_BIN=DIR  a Multi30k anchor data-bin (scripts/recipes/multi30k_anchor.sh WORK/data-bin/en-de) for
 #        the throughput probe; SHARED=../shared
+#        TREE_BIN=DIR  a tree2seq en-de data-bin (e.g. the quick demo's work/quick/data-bin/multi30k.en-de) for
+#        gpu_checks.sh phase `graphs`'s training throughput (train_throughput.sh, eager and CUDA graphs)
 #        ANCHOR_WORK=DIR  a multi30k_anchor.sh work directory whose rows the `runs` phase trains on the card: its
 #        data-bins, and the log, flags and last checkpoint of each unfinished run (the lease goes on from them)
 # Then, on the GPU machine, in a copy of this checkout with BUNDLE beside its files:
@@ -38,5 +40,6 @@ PYEOF
 # wsj22 and wsj_text: the corpus and validation set of gpu_checks.sh's `induction` phase
 for d in ptb_sample sst wsj22 wsj_text; do rm -rf "$BUNDLE/shared/data/$d"; cp -r "$SHARED/data/$d" "$BUNDLE/shared/data/"; done
 if [ -n "${ANCHOR_BIN:-}" ]; then rm -rf "$BUNDLE/anchor_bin"; cp -r "$ANCHOR_BIN" "$BUNDLE/anchor_bin"; fi
+if [ -n "${TREE_BIN:-}" ]; then rm -rf "$BUNDLE/tree_bin"; cp -r "$TREE_BIN" "$BUNDLE/tree_bin"; fi
 [ -z "${ANCHOR_WORK:-}" ] || "$REPO/scripts/recipes/gpu_runs.sh" bundle "$ANCHOR_WORK" "$BUNDLE" "$SHARED"
 du -sh "$BUNDLE"

@@ -7,7 +7,9 @@
 #   bash scripts/recipes/gpu_checks.sh OUTDIR
 #   env: BUDGET=560 (s, all phases)  PHASES="install kernels bench graphs tests compiled parse anchor"  BUNDLE=.gpu
 #        phase `graphs` (issue 51): --tree-compile-backend cudagraphs, its CUDA parity tests, then fp16 / bf16 bench
-#        rows at 8,192 tokens (GRAPH_ROWS="fp16:8192 bf16:8192"): the traced layer stacks replayed as CUDA graphs
+#        rows at 8,192 tokens (GRAPH_ROWS="fp16:8192 bf16:8192"): the traced layer stacks replayed as CUDA graphs;
+#        with the bundle's tree_bin (gpu_bundle.sh TREE_BIN=), training throughput at the Multi30k size, --fp16,
+#        eager and CUDA graphs (train_throughput.sh, one pass each, GRAPH_UPDATES=100)
 #        phase `induction` (not in the default list): issue 49's paper-size rows trained on the card, below;
 #        IND_RUNS="structformer constituent_transformer" IND_VARIANT=code IND_VALIDATE=500 (updates) IND_WORK=/tmp
 #        IND_MAX_UPDATE=200000 (a run that ends by itself before the deadline is also scored: induce_wsj22/)
@@ -69,7 +71,14 @@ if has graphs; then  # the layer stacks traced (no inductor) and replayed as CUD
     for row in ${GRAPH_ROWS:-fp16:8192 bf16:8192}; do
       lim 150 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-compile \
         --tree-compile-backend cudagraphs --phases
-    done; } 2>&1 | quiet > "$OUTDIR/graphs.log"
+    done
+    if [ -d "$BUNDLE/tree_bin" ]; then
+      for extra in "" "--tree-compile --tree-compile-backend cudagraphs"; do
+        echo "== train_throughput: tree2seq ${extra:-eager} against the transformer, --fp16"
+        PASSES=1 EXTRA=--fp16 TREE_EXTRA="$extra" lim 150 scripts/recipes/train_throughput.sh "$BUNDLE/tree_bin" \
+          "${GRAPH_UPDATES:-100}" cuda
+      done
+    fi; } 2>&1 | quiet > "$OUTDIR/graphs.log"
 fi
 if has tests; then
   lim 300 $PY -m pytest -q -p no:cacheprovider -n 6 --dist load -rA tests/integration/test_cuda.py \

@@ -4,8 +4,9 @@
 # the transformer), one after the other, each twice; prints the median wps of each run's log lines after the first
 # (warm-up).
 #
-#   [EXTRA="--fp16"] scripts/recipes/train_throughput.sh DATA_BIN [UPDATES=60] [DEVICE=cpu|cuda]
-# EXTRA: more fairseq-train flags for both models (e.g. --fp16 on a GPU).
+#   [EXTRA="--fp16"] [TREE_EXTRA=...] [PASSES=2] scripts/recipes/train_throughput.sh DATA_BIN [UPDATES=60] [DEVICE=cpu|cuda]
+# EXTRA: more fairseq-train flags for both models (e.g. --fp16 on a GPU); TREE_EXTRA: for tree2seq only (e.g.
+# "--tree-kernels fused", "--tree-compile --tree-compile-backend cudagraphs"); PASSES: runs of each model.
 set -euo pipefail
 BIN=$1
 UPDATES=${2:-60}
@@ -18,12 +19,13 @@ trap 'rm -rf "$OUT"' EXIT
 source "$REPO/scripts/recipes/multi30k_flags.sh"
 DEV_FLAG=""
 [ "$DEVICE" = cpu ] && DEV_FLAG="--cpu"
-for pass in 1 2; do
+for pass in $(seq "${PASSES:-2}"); do
   for cfg in "tree_translation tree2seq" "translation transformer"; do
     set -- $cfg
+    only=""; [ "$2" = tree2seq ] && only=${TREE_EXTRA:-}
     fairseq-train "$BIN" --user-dir "$REPO/fairseq_tree" --task "$1" --arch "$2" -s en -t de "${MULTI30K_FLAGS[@]}" \
       --max-update "$UPDATES" --log-format simple --log-interval 10 --num-workers 0 $DEV_FLAG --no-save \
-      --disable-validation --save-dir "$OUT/ckpt" ${EXTRA:-} > "$OUT/$2.$pass.log" 2>&1 \
+      --disable-validation --save-dir "$OUT/ckpt" ${EXTRA:-} $only > "$OUT/$2.$pass.log" 2>&1 \
       || { tail -20 "$OUT/$2.$pass.log"; echo "train_throughput: $2 failed" >&2; exit 1; }
     wps=$(grep -o 'wps=[0-9.]*' "$OUT/$2.$pass.log" | tail -n +2 | cut -d= -f2 | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
     echo "$2 pass $pass: median wps $wps (target words/s)"
