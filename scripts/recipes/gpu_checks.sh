@@ -66,8 +66,10 @@ if has bench; then  # eager and fused alternate row by row (each row its own tre
     lim 90 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-kernels "$k" --phases
   done; done 2>&1 | quiet > "$OUTDIR/bench.log"
 fi
-if has graphs; then  # the layer stacks traced (no inductor) and replayed as CUDA graphs: right first, then timed
-  { lim 120 $PY -m pytest -q -p no:cacheprovider -n 0 -rA tests/integration/test_cuda.py -k "cudagraphs or cuda_graphs"
+if has graphs; then  # the layer stacks traced (no inductor) and replayed as CUDA graphs: right first, then timed;
+  # torch logs each recording (one per distinct set of sizes): their count ends the log
+  { export TORCH_LOGS=cudagraphs
+    lim 120 $PY -m pytest -q -p no:cacheprovider -n 0 -rA tests/integration/test_cuda.py -k "cudagraphs or cuda_graphs"
     for row in ${GRAPH_ROWS:-fp16:8192 bf16:8192}; do
       lim 150 $PY "${B[@]}" --lengths 32,128 --amp "${row%:*}" --tokens "${row#*:}" --tree-compile \
         --tree-compile-backend cudagraphs --phases
@@ -79,6 +81,7 @@ if has graphs; then  # the layer stacks traced (no inductor) and replayed as CUD
           "${GRAPH_UPDATES:-100}" cuda
       done
     fi; } 2>&1 | quiet > "$OUTDIR/graphs.log"
+  echo "cudagraph recordings: $(grep -c "Recording cudagraph tree" "$OUTDIR/graphs.log")" >> "$OUTDIR/graphs.log"
 fi
 if has tests; then
   lim 300 $PY -m pytest -q -p no:cacheprovider -n 6 --dist load -rA tests/integration/test_cuda.py \
