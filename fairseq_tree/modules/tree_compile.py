@@ -81,14 +81,15 @@ class LayerCompiler:
         scope: ``stack`` (each layer loop one graph) or ``layer`` (each layer its own call), see the module's doc.
         backend: ``inductor`` (fused generated kernels), ``cudagraphs`` (the traced aten graphs, captured and
             replayed as CUDA graphs: no code generation), or ``aot_eager`` (the traced graphs run as they are:
-            what ``cudagraphs`` captures, on any device), see the module's doc.
+            what ``cudagraphs`` captures, on any device), see the module's doc; or, in code, any
+            ``torch.compile`` backend callable ``(graph_module, example_inputs) -> callable``.
     """
 
     def __init__(self, multiple: int = DEFAULT_MULTIPLE, dynamic: bool = True, scope: str = "stack",
                  backend: str = "inductor"):
         if scope not in SCOPES:
             raise ValueError(f"--tree-compile-scope {scope!r}: expected one of {', '.join(SCOPES)}")
-        if backend not in BACKENDS:
+        if not callable(backend) and backend not in BACKENDS:
             raise ValueError(f"--tree-compile-backend {backend!r}: expected one of {', '.join(BACKENDS)}")
         self.multiple = multiple
         self.dynamic = dynamic
@@ -114,6 +115,8 @@ class LayerCompiler:
         t0 = time.perf_counter()
         self.graphs += 1
         try:
+            if callable(self.backend):
+                return self.backend(gm, example_inputs)
             if self.backend == "inductor":
                 from torch._inductor.compile_fx import compile_fx
 

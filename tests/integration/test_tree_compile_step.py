@@ -108,16 +108,17 @@ def test_a_compiled_function_is_the_eager_one_and_counts_its_graphs_calls_and_ti
     assert 0 < comp.seconds < time.perf_counter() - t0
 
 
-def test_cudagraphs_on_cpu_tensors_skip_the_capture_and_say_so(caplog):
-    """``--tree-compile-backend cudagraphs`` where the tensors are on the CPU (a CPU run of a config meant for a
-    GPU): torch's backend declines the capture with its reason in the log and runs the traced graphs, forward and
-    backward, with the eager results."""
+@pytest.mark.parametrize("backend", ["aot_eager", "cudagraphs"])
+def test_the_other_backends_on_cpu_tensors_are_eager(backend, caplog):
+    """``--tree-compile-backend aot_eager``, and ``cudagraphs`` where the tensors are on the CPU (a CPU run of a
+    config meant for a GPU: torch's backend declines the capture with its reason in the log): the traced graphs,
+    forward and backward, give the eager results."""
     from fairseq_tree.modules.tree_compile import LayerCompiler
 
     def f(x, y):
         return torch.tanh(x) @ y + 1
 
-    comp = LayerCompiler(backend="cudagraphs")
+    comp = LayerCompiler(backend=backend)
     fn = comp.compiled(f)
     x, y = torch.randn(3, 4, requires_grad=True), torch.randn(4, 5)
     x2 = x.detach().clone().requires_grad_()
@@ -125,7 +126,8 @@ def test_cudagraphs_on_cpu_tensors_skip_the_capture_and_say_so(caplog):
     f(x2, y).pow(2).sum().backward()
     torch.testing.assert_close(fn(x, y), f(x, y))
     torch.testing.assert_close(x.grad, x2.grad)
-    assert comp.graphs == 1 and "skipping cudagraphs due to cpu device" in caplog.text
+    assert comp.graphs == 1
+    assert ("skipping cudagraphs due to cpu device" in caplog.text) == (backend == "cudagraphs")
 
 
 def calls_per_step(model, net, tgt) -> int:
@@ -155,16 +157,67 @@ def test_compiled_step_equals_eager_and_graphs_stay_bounded(models):
     assert calls_per_step(compiled, *batch([9, 12, 5], 0, 10)) == 2
 
 
-def test_the_traced_graphs_without_inductor_are_the_eager_step(data_dir, models):
-    """``--tree-compile-backend aot_eager``: the traced forward and backward graphs run as they are, what
-    ``cudagraphs`` captures and replays on a GPU (tests/integration/test_cuda.py): eager's outputs, loss and
-    gradients at 1e-5 on two batches of one bucket, one set of graphs, two compiled calls a step."""
+def capture_candidates(found: list):
+    """A ``torch.compile`` backend that traces as torch's ``cudagraphs`` backend does (AOTAutograd, its default
+    partition, its input-mutation setting) and runs the graphs as traced (``boxed_nop``, as on a CPU), recording
+    for each forward and backward graph what would make ``cudagraphs`` decline its capture on a GPU, the device
+    aside: an input it mutates, or an op it cannot capture (a host sync, a data-dependent size)."""
+    from torch._dynamo import config as dynamo_config
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._dynamo.backends.cudagraphs import check_for_mutation_ignore_cuda_graph_managed_tensor as mutation
+    from torch._dynamo.backends.debugging import boxed_nop
+    from torch._inductor.utils import count_tangents, get_first_incompatible_cudagraph_node, num_fw_fixed_arguments
+
+    def backend(gm, example_inputs):
+        def forward(aot_gm, aot_inputs, is_inference=False):
+            fixed = num_fw_fixed_arguments(len(example_inputs), len(aot_inputs))
+            found.append(("forward", mutation(aot_gm, fixed), get_first_incompatible_cudagraph_node(aot_gm)))
+            return boxed_nop(aot_gm, aot_inputs)
+
+        def backward(aot_gm, aot_inputs):
+            found.append(("backward", mutation(aot_gm, count_tangents(aot_gm)),
+                          get_first_incompatible_cudagraph_node(aot_gm)))
+            return boxed_nop(aot_gm, aot_inputs)
+
+        return aot_autograd(fw_compiler=forward, bw_compiler=backward,
+                            keep_inference_input_mutations=dynamo_config.cudagraph_backend_keep_input_mutation)(
+            gm, example_inputs)
+    return backend
+
+
+def test_the_capture_check_sees_what_cuda_graphs_refuse():
+    """:func:`capture_candidates` on a function whose graph holds a data-dependent size (boolean-mask indexing,
+    kept in the graph by dynamo's ``capture_dynamic_output_shape_ops``): it names the op in the forward graph and
+    a size read from it in the backward; on a plain function it names nothing."""
+    from torch._dynamo import config as dynamo_config
+
+    from fairseq_tree.modules.tree_compile import LayerCompiler
+
+    found = []
+    comp = LayerCompiler(backend=capture_candidates(found))
+    x = torch.randn(6, requires_grad=True)
+    comp.compiled(lambda v: torch.tanh(v) * 2)(x).sum().backward()
+    assert [(k, n) for k, _, n in found] == [("forward", None), ("backward", None)]
+    found.clear()
+    with dynamo_config.patch(capture_dynamic_output_shape_ops=True):
+        comp.compiled(lambda v: v[v > 0].sum() * v)(x).sum().backward()
+    assert [k for k, _, _ in found] == ["forward", "backward"] and all(n is not None for _, _, n in found)
+    assert "index" in str(found[0][2].target)
+
+
+def test_the_graphs_cuda_graphs_would_capture_are_the_eager_step_and_capturable(data_dir, models):
+    """``--tree-compile-backend cudagraphs``, its graphs traced as that backend traces them and run as traced (the
+    CPU's part of it: the capture needs a GPU, tests/integration/test_cuda.py): eager's outputs, loss and gradients
+    at 1e-5 on two batches of one bucket, one set of graphs, two compiled calls a step; and in none of the forward
+    and backward graphs an input mutation or an op that CUDA graphs cannot capture (either would make the backend
+    fall back to running them uncaptured on the card)."""
     eager, _ = models
-    backend = "aot_eager"
-    _, traced = build(data_dir, "--tree-compile", "--tree-compile-backend", backend)
+    _, traced = build(data_dir, "--tree-compile", "--tree-compile-backend", "cudagraphs")
     traced.load_state_dict(eager.state_dict())
     comp = traced.encoder.compiler
-    assert comp.backend == backend and traced.decoder.compiler is comp
+    assert comp.backend == "cudagraphs" and traced.decoder.compiler is comp
+    found = []
+    comp.backend = capture_candidates(found)
     graphs = []
     for i, (lengths, T) in enumerate([([9, 12, 5], 10), ([16, 3, 11, 14], 13)]):
         net, tgt = batch(lengths, i, T)
@@ -172,6 +225,9 @@ def test_the_traced_graphs_without_inductor_are_the_eager_step(data_dir, models)
         graphs.append(comp.graphs)
     assert graphs[0] > 0 and graphs[1] == graphs[0], graphs
     assert calls_per_step(traced, *batch([9, 12, 5], 0, 10)) == 2
+    kinds = [k for k, _, _ in found]
+    assert kinds.count("forward") == graphs[0] and kinds.count("backward") == graphs[0], kinds
+    assert [(k, m, n) for k, m, n in found if m or n] == []
 
 
 def test_batch_invariance_through_the_compiled_step(models):
