@@ -72,3 +72,34 @@ def test_which_layer_stacks_run_as_one_graph():
     assert not LayerCompiler(scope="layer").stacks(plain, nn.Linear)
     assert not LayerCompiler(scope="stack").stacks(plain + [nn.ReLU()], nn.Linear)
     assert not LayerCompiler(scope="stack").stacks([plain[0], checkpoint_wrapper(nn.Linear(4, 4))], nn.Linear)
+
+
+class _Graph(nn.Module):
+    def forward(self, x, y):
+        return (torch.tanh(x) @ y + 1,)
+
+
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager", "cudagraphs"])
+def test_each_backend_turns_a_traced_graph_into_its_function(backend):
+    """LayerCompiler's backend on a traced graph (what dynamo hands it): a callable that computes the graph, for
+    each --tree-compile-backend (cudagraphs on CPU tensors: uncaptured), the graph counted and its time taken."""
+    comp = LayerCompiler(backend=backend)
+    x, y = torch.randn(3, 4), torch.randn(4, 5)
+    fn = comp._backend(torch.fx.symbolic_trace(_Graph()), [x, y])
+    torch.testing.assert_close(fn(x, y)[0], torch.tanh(x) @ y + 1)
+    assert comp.graphs == 1 and comp.seconds > 0
+
+
+def test_python_floats_are_compiled_as_constants():
+    """dynamo's ``specialize_float`` inside the compiled calls: three floats, three graphs (a model's floats, its
+    dropout and scaling, are fixed; as symbols torch 2.13 traced each graph twice), each the eager result."""
+    comp = LayerCompiler(backend="aot_eager")
+
+    def f(x, s):
+        return torch.tanh(x) * s
+
+    fn = comp.compiled(f)
+    x = torch.randn(3)
+    for k, s in enumerate((0.5, 0.25, 0.125), 1):
+        torch.testing.assert_close(fn(x, s), f(x, s))
+        assert comp.graphs == k
