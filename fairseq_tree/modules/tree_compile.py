@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -86,7 +86,7 @@ class LayerCompiler:
     """
 
     def __init__(self, multiple: int = DEFAULT_MULTIPLE, dynamic: bool = True, scope: str = "stack",
-                 backend: str = "inductor"):
+                 backend: Union[str, Callable] = "inductor"):
         if scope not in SCOPES:
             raise ValueError(f"--tree-compile-scope {scope!r}: expected one of {', '.join(SCOPES)}")
         if not callable(backend) and backend not in BACKENDS:
