@@ -35,7 +35,7 @@ def alternate(steps: Dict[str, Callable[[], None]], repeats: int, device: str = 
     Returns ``{name: {"median": s, "times": [s, ...], "first": s}}``: the median and every time of the timed
     rounds, and the first warm-up step's seconds."""
     names = list(steps)
-    sync = _sync(device)
+    sync = device_sync(device)
     out = {name: {"times": [], "first": float("nan")} for name in names}
     for r in range(warmup + repeats):
         order = names[r % len(names):] + names[:r % len(names)]
@@ -55,7 +55,8 @@ def alternate(steps: Dict[str, Callable[[], None]], repeats: int, device: str = 
     return out
 
 
-def _sync(device: str) -> Callable[[], None]:
+def device_sync(device: str) -> Callable[[], None]:
+    """The wait that makes a clock read after it see the device's work: CUDA's synchronize, nothing on the CPU."""
     if device == "cuda":
         import torch
 

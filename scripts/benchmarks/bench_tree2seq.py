@@ -30,6 +30,7 @@ import contextlib
 import functools
 import logging
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -45,7 +46,7 @@ from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from alternate import alternate, paired_ratio, train_step  # noqa: E402
+from alternate import alternate, device_sync, paired_ratio, train_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -384,11 +385,7 @@ def phase_times(models, batch, steps: int, device: str, amp: str, clock=time.per
     tree2seq and the positions-matched transformer alternated step by step, and of tree2seq's tree build alone
     (its encoder's ``build_tree``, inside its forward). Where the host bounds the step, this says which phase holds
     the difference. -> {run: {phase: ms}}."""
-    import statistics
-
-    from alternate import _sync
-
-    sync = _sync(device)
+    sync = device_sync(device)
     times = {run: {"forward": [], "backward": [], "optimizer": []} for run in ("tree2seq", "pm")}
     opts = {run: torch.optim.Adam(models[KINDS[run]][1].parameters(), lr=1e-4) for run in times}
     for r in range(steps + 1):
