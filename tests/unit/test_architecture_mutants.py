@@ -65,3 +65,15 @@ def test_a_standalone_model_records_the_architecture_that_rebuilds_it(module, ar
     model = importlib.import_module(f"fairseq_tree.models.{module}").build_standalone(d, arch, encoder_layers=1)
     assert model.args.encoder_layers == 1 and model.args.encoder_embed_dim is not None
     assert ARCH_MODEL_REGISTRY[model.args.arch] is type(model) and model.args.arch == arch
+
+
+def test_tree2seq_wmt_en_de_is_fairseqs_transformer_base_with_the_tree_defaults():
+    """``--arch tree2seq_wmt_en_de`` on no options: fairseq's transformer base (d 512, FFN 2048, 8 heads, 6 + 6
+    layers) with the tree flags at the paper's defaults."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY["tree2seq_wmt_en_de"](args)
+    assert (args.encoder_embed_dim, args.encoder_ffn_embed_dim, args.encoder_attention_heads, args.encoder_layers,
+            args.decoder_embed_dim, args.decoder_layers) == (512, 2048, 8, 6, 512, 6)
+    assert (args.tree_kernels, args.tree_compile, args.tree_compile_backend) == ("eager", False, "inductor")
