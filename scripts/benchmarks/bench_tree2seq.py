@@ -27,15 +27,12 @@ the longest length of the first tree kind: ``time_ratio``/``memory_ratio`` (same
 
 import argparse
 import contextlib
-import functools
 import logging
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -46,190 +43,31 @@ from fairseq_tree.modules.tree_kernels import KERNELS
 from fairseq_tree.utils.step_memory import peak_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from alternate import alternate, device_sync, paired_ratio, train_step  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def make_data_dir(path: Path, vocab: int, labels: int) -> None:
-    with open(path / "dict.src.txt", "w") as f:
-        f.writelines(f"w{i} 1\n" for i in range(vocab))
-    (path / "dict.tgt.txt").write_text((path / "dict.src.txt").read_text())
-    with open(path / "dict.src.labels.txt", "w") as f:
-        f.writelines(f"L{i} 1\n" for i in range(labels))
-
-
-def build(kind: str, data: Path, arch: str, device: str, width: Optional[int] = None, tree_compile: bool = False,
-          scope: str = "stack", kernels: str = "eager", backend: str = "inductor"):
-    """-> (task, model): tree2seq of ``arch`` (with ``--tree-compile --tree-compile-scope scope
-    --tree-compile-backend backend`` if asked, and ``--tree-kernels kernels``), or fairseq's transformer of its
-    sizes; ``width`` overrides the embedding width (FFN 2 x width), keeping the arch's layers and heads."""
-    from fairseq import options, tasks
-
-    import fairseq_tree  # noqa: F401
-
-    common = [str(data), "-s", "src", "-t", "tgt", "--dropout", "0.1", "--share-all-embeddings"]
-    if width:
-        for side in ("encoder", "decoder"):
-            common += [f"--{side}-embed-dim", str(width), f"--{side}-ffn-embed-dim", str(2 * width)]
-    tree_argv = common + ["--user-dir", str(REPO / "fairseq_tree"), "--task", "tree_translation", "--arch", arch]
-    if kind == "tree2seq":
-        argv = tree_argv + (["--tree-compile", "--tree-compile-scope", scope, "--tree-compile-backend", backend]
-                            if tree_compile else [])
-        argv += ["--tree-kernels", kernels]
-    else:  # fairseq's transformer with the tree2seq arch's sizes
-        ref = options.parse_args_and_arch(options.get_training_parser(), tree_argv)
-        sizes = []
-        for k in ("encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads", "encoder_layers",
-                  "decoder_embed_dim", "decoder_ffn_embed_dim", "decoder_attention_heads", "decoder_layers"):
-            sizes += ["--" + k.replace("_", "-"), str(getattr(ref, k))]
-        argv = common + ["--task", "translation", "--arch", "transformer"] + sizes
-    args = options.parse_args_and_arch(options.get_training_parser(), argv)
-    task = tasks.setup_task(args)
-    torch.manual_seed(0)
-    return task, task.build_model(args).to(device)
-
-
-def learn_ptb_pool(ptb: Path, work: Path) -> Path:
-    """BPE codes (2,000 merges) learned on the PTB sample's words, saved in ``work``; returns their path."""
-    import io
-
-    from subword_nmt.learn_bpe import learn_bpe
-
-    from fairseq_tree.trees import read_treebank
-
-    codes = work / "ptb.codes"
-    if not codes.exists():
-        words = "\n".join(" ".join(t.words) for _, t in read_treebank(str(ptb)))
-        out = io.StringIO()
-        learn_bpe(io.StringIO(words), out, 2000)
-        codes.write_text(out.getvalue())
-    return codes
-
-
-@functools.lru_cache(maxsize=None)
-def ptb_pool(ptb: Path, codes: Path) -> list:
-    """The PTB sample's trees with BPE subtrees: a list of (n, spans [m, 2] long). Built once per run: kept in
-    this process and saved beside ``codes`` for the memory-measuring child processes."""
-    from fairseq_tree.text.bpe import Segmenter
-    from fairseq_tree.trees import expand_subwords, read_treebank
-
-    saved = codes.with_suffix(".pool.pt")
-    if saved.exists():
-        return torch.load(saved)
-    segment = Segmenter(str(codes))
-    pool = []
-    for _, t in read_treebank(str(ptb)):
-        t = expand_subwords(t, segment)
-        pool.append((len(t.words), torch.tensor(t.spans, dtype=torch.long).view(-1, 2)))
-    torch.save(pool, saved)
-    return pool
-
-
-def joined_tree(pool: list, n: int, g: torch.Generator):
-    """Random pool trees of at most n leaves joined under one ROOT while they fit in n leaves (stopping at 0.9 n,
-    or after 64 draws) -> (leaves, spans [m, 2]). The shortest pool tree stands in when none fits."""
-    fits = [t for t in pool if t[0] <= n] or [min(pool, key=lambda t: t[0])]
-    parts, total = [], 0
-    for _ in range(64):
-        length, spans = fits[int(torch.randint(len(fits), (1,), generator=g))]
-        if parts and total + length > n:
-            continue
-        parts.append(spans + total)
-        total += length
-        if total >= 0.9 * n:
-            break
-    if len(parts) > 1:
-        parts.append(torch.tensor([[0, total]]))
-    return total, torch.cat(parts)
-
-
-def make_batch(n: int, bsz: int, vocab: int, labels: int, device: str, seed: int, pool=None):
-    """-> (net, tree, pm, tgt): fairseq's net_input for tree2seq and the same-size transformer (src [B, N],
-    right-padded; prev_output_tokens [B, n]), the tree side (src_nodes [B, M], src_spans [B, M, 2]), the
-    positions-matched transformer's net_input (src [B, max(n_b + m_b)]) and targets [B, n]."""
-    from fairseq_tree.trees import distances_to_tree
-
-    g = torch.Generator().manual_seed(seed)
-    pad = 1
-    if pool is None:  # random binary trees over exactly n leaves
-        trees = [(n, torch.tensor(distances_to_tree(torch.rand(n - 1, generator=g).tolist()), dtype=torch.long)
-                  .view(-1, 2)) for _ in range(bsz)] if n > 1 else [(n, torch.zeros(0, 2, dtype=torch.long))] * bsz
-    else:
-        trees = [joined_tree(pool, n, g) for _ in range(bsz)]
-    N, M = max(t[0] for t in trees), max(len(t[1]) for t in trees)
-    P = max(t[0] + len(t[1]) for t in trees)
-    src = torch.full((bsz, N), pad)
-    spans = torch.zeros(bsz, M, 2, dtype=torch.long)
-    nodes = torch.full((bsz, M), pad)
-    pm = torch.full((bsz, P), pad)
-    for b, (length, sp) in enumerate(trees):
-        src[b, :length] = torch.randint(4, vocab, (length,), generator=g)
-        spans[b, :len(sp)] = sp
-        nodes[b, :len(sp)] = torch.randint(4, labels, (len(sp),), generator=g)
-        pm[b, :length + len(sp)] = torch.randint(4, vocab, (length + len(sp),), generator=g)
-    lengths = torch.tensor([t[0] for t in trees])
-    tgt = torch.randint(4, vocab, (bsz, n), generator=g)
-    prev = torch.cat([torch.full((bsz, 1), 2), tgt[:, :-1]], 1)
-    to = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-    net = {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev}
-    pm_net = {"src_tokens": pm, "src_lengths": torch.tensor([t[0] + len(t[1]) for t in trees]),
-              "prev_output_tokens": prev}
-    return to(net), to({"src_nodes": nodes, "src_spans": spans}), to(pm_net), tgt.to(device)
-
-
-CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
-
-
-def autocast(device: str, amp: str):
-    """Mixed precision for ``--amp fp16|bf16`` on CUDA (structure computations stay fp32 inside the model); on the
-    CPU, ``cpu-bf16`` (the launch counts' stand-in for a GPU's autocast: its casts are launches too)."""
-    if amp in ("cpu-bf16", "cpu-fp16"):
-        return torch.autocast("cpu", dtype=torch.bfloat16 if amp == "cpu-bf16" else torch.float16)
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
-    return torch.autocast("cuda", dtype=dtype, enabled=dtype is not None and device == "cuda")
-
-
-class Compiled(torch.nn.Module):
-    """``model`` whose forward (the train step) runs through ``torch.compile(dynamic=True)``; beam search takes
-    ``.model``, the eager one (same parameters)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.compiled = torch.compile(model, dynamic=True)
-
-    def forward(self, **kw):
-        return self.compiled(**kw)
-
-
-def step_loss(model, net, tree, tgt, device: str, amp: str) -> torch.Tensor:
-    """The train step's forward and loss (cross-entropy in fp32). ``tree``: the tree side for tree2seq (None for a
-    transformer)."""
-    with autocast(device, amp):
-        out, _ = model(**(dict(net, **tree) if tree is not None else net))
-    return torch.nn.functional.cross_entropy(out.float().transpose(1, 2), tgt)
-
-
-def make_step(model, net, tree, tgt, device: str, amp: str = "fp32"):
-    """One train step (forward, loss, backward, Adam) as a function, for :func:`alternate.alternate`. ``tree``: the
-    tree side for tree2seq (None for a transformer)."""
-    return train_step(model, lambda: step_loss(model, net, tree, tgt, device, amp))
-
-
-def train_steps(model, net, tree, tgt, steps: int, device: str, amp: str = "fp32") -> float:
-    """Median seconds of ``steps`` train steps of one model after one warm-up step (the memory children and the
-    profiler; timings alternate the models: :func:`alternate.alternate`)."""
-    return alternate({"m": make_step(model, net, tree, tgt, device, amp)}, steps, device)["m"]["median"]
-
-
-KINDS = {"tree2seq": "tree2seq", "tf": "transformer", "pm": "transformer"}  # run -> model
-
-
-def run_inputs(run: str, batch):
-    """The (net_input, tree side) a run trains on: tree2seq the tree, tf the leaves, pm n + m tokens."""
-    net, tree, pm, _ = batch
-    return {"tree2seq": (net, tree), "tf": (net, None), "pm": (pm, None)}[run]
+from alternate import alternate, paired_ratio  # noqa: E402
+from tree2seq_probes import (  # noqa: E402
+    compile_kernels,
+    count_launches,
+    count_only,
+    launch_table,
+    phase_table,
+    phase_times,
+    profile_step,
+)
+from tree2seq_step import (  # noqa: E402
+    CLOCKS,
+    KINDS,
+    REPO,
+    Compiled,
+    autocast,
+    batch_from_spec,
+    build,
+    learn_ptb_pool,
+    make_data_dir,
+    make_step,
+    run_inputs,
+    step_batch,
+    train_steps,
+)
 
 
 def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
@@ -239,56 +77,6 @@ def peak_memory_mb(run: str, batch, device: str, amp: str, models) -> float:
     net, tree = run_inputs(run, batch)
     step = lambda: train_steps(model, net, tree, batch[3], 0, device, amp)  # noqa: E731
     return peak_mb(step, device, warmup=step)
-
-
-def count_launches(run: str, batch, device: str, amp: str, models):
-    """The kernel launches of one train step's forward and backward (no optimizer step), by layer: aten operators
-    plus fused-kernel launches (``fairseq_tree/utils/launch_count.py``). Where the GPU waits for the host (small
-    models, as on the H100 at these sizes), step time follows this count rather than the arithmetic; unlike time it
-    does not jitter, and it is the same on any machine. The step runs once before (lazy initialisation), and the
-    gradients are cleared as a train step's are (accumulating into existing ones would add operators)."""
-    from fairseq_tree.utils.launch_count import LaunchCounter
-
-    _, model = models[KINDS[run]]
-    model = getattr(model, "model", model)
-    model.train()
-    for counting in (False, True):
-        model.zero_grad(set_to_none=True)
-        with LaunchCounter(model if counting else None) as counter:
-            step_loss(model, *run_inputs(run, batch), batch[3], device, amp).backward()
-    model.zero_grad(set_to_none=True)
-    return counter
-
-
-def launch_table(counters: dict, n: int) -> None:
-    """Print the launches per layer and per step of tree2seq against the positions-matched transformer."""
-    from fairseq_tree.utils.launch_count import per_layer
-
-    rows = {run: per_layer(c) for run, c in counters.items()}
-    fused = counters["tree2seq"].total_fused()
-    print(f"kernel launches per train step (aten operators + fused-kernel launches, forward + backward), n = {n}; "
-          f"tree2seq's fused launches: {fused}")
-    print(f"{'scope':<18} | {'tree2seq fwd':>12} {'bwd':>5} {'total':>6} | {'pos.-matched fwd':>16} {'bwd':>5} "
-          f"{'total':>6} | {'ratio':>5}")
-    for scope in list(dict.fromkeys(list(rows["tree2seq"]) + list(rows["pm"]))):
-        a, b = rows["tree2seq"].get(scope), rows["pm"].get(scope)
-        cell = lambda r: f"{r['forward']:>5} {r['backward']:>5} {r['total']:>6}" if r else f"{'-':>5} {'-':>5} {'-':>6}"  # noqa: E731
-        ratio = f"{a['total'] / b['total']:5.2f}" if a and b and b["total"] else f"{'-':>5}"
-        print(f"{scope:<18} | {'':>6} {cell(a)} | {'':>10} {cell(b)} | {ratio}")
-
-
-def batch_from_spec(spec: list, device: str):
-    """spec = [data, arch, n, bsz, vocab, labels, seed, ptb codes or None, ptb file] -> make_batch(...)."""
-    _, _, n, bsz, vocab, labels, seed, codes, ptb = spec
-    pool = ptb_pool(Path(ptb), Path(codes)) if codes else None
-    return make_batch(n, bsz, vocab, labels, device, seed, pool)
-
-
-def step_batch(data, arch, n: int, tokens: int, vocab: int, labels: int, codes, ptb, kind: str, device: str):
-    """The batch of one measured train step at source length n (seed 0, ``tokens // n`` sentences): the launch
-    count's, the profile's and the kernels' compilation's."""
-    return batch_from_spec([str(data), arch, n, max(1, tokens // n), vocab, labels, 0,
-                            str(codes) if kind == "ptb" else None, str(ptb)], device)
 
 
 def decode_speed(task, model, batch, device, amp: str, tree_side: bool) -> float:
@@ -378,143 +166,6 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
     print(f"beam-5 decoding, n = {dn}: tree2seq {dec['tree2seq']:.1f} sent/s, same-size {dec['tf']:.1f}, "
           f"positions-matched {dec['pm']:.1f}")
     return rows, dec
-
-
-def phase_times(models, batch, steps: int, device: str, amp: str, clock=time.perf_counter) -> dict:
-    """``--phases``: the median milliseconds of each phase of a train step (forward with the loss, backward, Adam),
-    tree2seq and the positions-matched transformer alternated step by step, and of tree2seq's tree build alone
-    (its encoder's ``build_tree``, inside its forward). Where the host bounds the step, this says which phase holds
-    the difference. -> {run: {phase: ms}}."""
-    sync = device_sync(device)
-    times = {run: {"forward": [], "backward": [], "optimizer": []} for run in ("tree2seq", "pm")}
-    opts = {run: torch.optim.Adam(models[KINDS[run]][1].parameters(), lr=1e-4) for run in times}
-    for r in range(steps + 1):
-        for run in (("tree2seq", "pm") if r % 2 else ("pm", "tree2seq")):
-            model, opt = models[KINDS[run]][1], opts[run]
-            model.train()
-            sync()
-            t0 = clock()
-            loss = step_loss(model, *run_inputs(run, batch), batch[3], device, amp)
-            sync()
-            t1 = clock()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            sync()
-            t2 = clock()
-            opt.step()
-            sync()
-            t3 = clock()
-            if r:  # the first round: lazy initialisation, the optimizer's state
-                for phase, dt in zip(times[run], (t1 - t0, t2 - t1, t3 - t2)):
-                    times[run][phase].append(dt * 1e3)
-    out = {run: {phase: statistics.median(v) for phase, v in ph.items()} for run, ph in times.items()}
-    encoder = models["tree2seq"][1].encoder
-    net = batch[0]
-    tree = batch[1]
-    builds = []
-    for _ in range(steps):
-        sync()
-        t0 = clock()
-        encoder.build_tree(net["src_tokens"], tree["src_nodes"], tree["src_spans"])
-        sync()
-        builds.append((clock() - t0) * 1e3)
-    out["tree2seq"]["tree build"] = statistics.median(builds)
-    return out
-
-
-def phase_table(phases: dict, n: int) -> None:
-    """Print :func:`phase_times`'s milliseconds, tree2seq against the positions-matched transformer."""
-    a, b = phases["tree2seq"], phases["pm"]
-    total = {run: sum(v for k, v in ph.items() if k != "tree build") for run, ph in phases.items()}
-    print(f"train step by phase, n = {n} (median ms; the tree build is inside tree2seq's forward)")
-    print(f"{'phase':<12} {'tree2seq':>9} {'pos.-matched':>13} {'difference':>11} {'share of it':>12}")
-    gap = total["tree2seq"] - total["pm"]
-    for phase in ("forward", "tree build", "backward", "optimizer"):
-        x, y = a[phase], b.get(phase, 0.0)
-        print(f"{phase:<12} {x:9.2f} {y:13.2f} {x - y:+11.2f} {(x - y) / gap if gap else float('nan'):12.0%}")
-    print(f"{'step':<12} {total['tree2seq']:9.2f} {total['pm']:13.2f} {gap:+11.2f} "
-          f"{total['tree2seq'] / total['pm']:11.2f}x")
-
-
-def count_only(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
-    """``--count-launches``: the launch table of one train step at source length n, and a ``key=value`` line."""
-    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb, kind, args.device)
-    counters = {run: count_launches(run, batch, args.device, args.amp, models) for run in ("tree2seq", "pm")}
-    print(f"arch {arch} on {args.device} ({args.amp}), {kind} trees, --tree-kernels {args.tree_kernels}")
-    launch_table(counters, n)
-    ops = {run: c.total() for run, c in counters.items()}
-    layers = [s for s in counters["tree2seq"].scopes() if "layer" in s]
-    print(" ".join(f"{k}={v}" for k, v in dict(
-        arch=arch, device=args.device, amp=args.amp, tree_kernels=args.tree_kernels, trees=kind, n=n,
-        launches=ops["tree2seq"], launches_pm=ops["pm"], fused=counters["tree2seq"].total_fused(),
-        launch_ratio_pm=round(ops["tree2seq"] / ops["pm"], 3),
-        layer_launch_ratio_pm=round(sum(counters["tree2seq"].total(s) for s in layers)
-                                    / max(1, sum(counters["pm"].total(s) for s in layers)), 3)).items()))
-
-
-def compile_kernels(models, data, arch, n, tokens, vocab, labels, args, codes, kind) -> None:
-    """``--compile-kernels``: one tree2seq train step's fused kernels compiled by triton's real compiler (no GPU:
-    :func:`fairseq_tree.modules.tree_kernels.compile_only`) for each card and precision, with the arguments that
-    step passes (their dtypes and alignments); a row per kernel with ptxas's resource usage (registers a thread,
-    shared memory a block, local memory a thread: spills; the build's seconds, about 0 where triton's cache held
-    it), and a ``key=value`` line. The CPU's autocast stands in for a GPU's (the kernels see the same dtypes)."""
-    from fairseq_tree.modules.tree_kernels import compile_only
-
-    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, args.ptb, kind, "cpu")
-    _, model = models["tree2seq"]
-    model.train()
-    amps = {"fp32": "fp32", "bf16": "cpu-bf16", "fp16": "cpu-fp16"}
-    print(f"arch {arch}: --tree-kernels fused compiled for sm_{{{','.join(map(str, args.compile_kernels))}}}, "
-          f"{kind} trees, n = {n}")
-    print(f"{'card':<6} {'amp':<5} {'kernel':<22} {'REG':>4} {'SHARED':>7} {'LOCAL':>6} {'compile s':>9}  v/g dtype")
-    total, spills, worst = 0, 0, 0
-    for cc in args.compile_kernels:
-        for amp in args.compile_amps:
-            model.zero_grad(set_to_none=True)
-            with compile_only(cc) as built:
-                step_loss(model, *run_inputs("tree2seq", batch), batch[3], "cpu", amps[amp]).backward()
-            seen = {}
-            for k in built:  # a kernel per specialisation; the layers after the first reuse it
-                seen.setdefault((k.name, tuple(sorted(k.signature.items()))), k)
-            for k in seen.values():
-                r = k.resources()
-                total, spills, worst = total + 1, spills + (r["LOCAL"] > 0), max(worst, r["REG"])
-                print(f"sm_{cc:<3} {amp:<5} {k.name:<22} {r['REG']:>4} {r['SHARED']:>7} {r['LOCAL']:>6} "
-                      f"{k.seconds:>9.1f}  {k.signature[next(iter(k.signature))]}")
-    print(" ".join(f"{k}={v}" for k, v in dict(
-        arch=arch, cards=",".join(f"sm_{c}" for c in args.compile_kernels), amps=",".join(args.compile_amps),
-        kernels_compiled=total, kernels_spilling=spills, max_registers=worst).items()))
-
-
-def profile_step(models, data, arch, n, tokens, vocab, labels, device, amp, codes, ptb, kind) -> None:
-    """torch.profiler's operators of one tree2seq train step and of one positions-matched transformer step on
-    the same batch: tree2seq's top 20 by self time, then the 15 operators whose self time grows most from the
-    positions-matched step to tree2seq's (what holds ``time_ratio_pm`` above 1)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    batch = step_batch(data, arch, n, tokens, vocab, labels, codes, ptb, kind, device)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    # torch >= 2.4 names the GPU column self_device_time_total (self_cuda_time_total before)
-    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
-    tables = {}
-    for run in ("tree2seq", "pm"):
-        model = models[KINDS[run]][1]
-        train_steps(model, *run_inputs(run, batch), batch[3], 1, device, amp)
-        with profile(activities=activities) as prof:
-            train_steps(model, *run_inputs(run, batch), batch[3], 0, device, amp)
-        tables[run] = prof.key_averages()
-    print(f"\n== torch.profiler, one tree2seq train step, {kind} trees, n = {n}")
-    print(tables["tree2seq"].table(sort_by=key, row_limit=20))
-    ops = {run: {e.key: (getattr(e, key) / 1e3, e.count) for e in t} for run, t in tables.items()}
-    total = {run: sum(ms for ms, _ in o.values()) for run, o in ops.items()}
-    grown = sorted(set(ops["tree2seq"]) | set(ops["pm"]),
-                   key=lambda k: ops["pm"].get(k, (0, 0))[0] - ops["tree2seq"].get(k, (0, 0))[0])
-    print(f"\n== self time (ms, calls) by operator: tree2seq {total['tree2seq']:.1f} ms vs positions-matched "
-          f"{total['pm']:.1f} ms, the 15 that grow most")
-    print(f"{'operator':<60} {'tree2seq':>16} {'pos.-matched':>16} {'difference':>11}")
-    for k in grown[:15]:
-        (a, ca), (b, cb) = ops["tree2seq"].get(k, (0.0, 0)), ops["pm"].get(k, (0.0, 0))
-        print(f"{k[:60]:<60} {a:9.2f} ({ca:4d}) {b:9.2f} ({cb:4d}) {a - b:+11.2f}")
 
 
 def main():
