@@ -30,6 +30,7 @@ from fairseq.models.transformer import (
     TransformerDecoderBase,
     TransformerModel,
     base_architecture,
+    transformer_vaswani_wmt_en_de_big,
 )
 from fairseq.modules import FairseqDropout, LayerNorm, PositionalEmbedding
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
@@ -302,8 +303,9 @@ class TreeCrossAttention(nn.Module):
         self.attn = attn
         self.context = context
 
-    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, static_kv=True,
-                need_weights=False, need_head_weights=False, **unused):
+    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=False,
+                need_head_weights=False, **unused):
+        """fairseq's layer also passes ``static_kv=True`` (the encoder side never changes): in ``unused``."""
         tree = self.context.tree_for(key)
         return self.attn.forward_cross(query, key, tree, incremental_state=incremental_state,
                                        need_weights=need_weights, need_head_weights=need_head_weights)
@@ -424,7 +426,7 @@ class Tree2SeqDecoder(TransformerDecoderBase):
         longest target seen) built once at the largest size, before the compiled graph reads it: its rank and size
         would otherwise be guards, a new graph each time it grows."""
         n = min(self.max_positions(), MAX_FUTURE_MASK)
-        if self._future_mask.dim() != 2 or self._future_mask.size(0) < n:
+        if self._future_mask.size(0) < n:  # fairseq's initial torch.empty(0) has size 0
             self.buffered_future_mask(self.embed_tokens.weight.new_empty(n, 0))
 
 
@@ -535,14 +537,8 @@ def tree2seq_wmt_en_de(args):
 
 @register_model_architecture("tree2seq", "tree2seq_wmt_en_de_big")
 def tree2seq_wmt_en_de_big(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 16)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 1024)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 4096)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 16)
-    args.dropout = getattr(args, "dropout", 0.3)
-    tree2seq_base(args)
+    tree_defaults(args)
+    transformer_vaswani_wmt_en_de_big(args)  # fairseq's big: d 1024, FFN 4096, 16 heads, dropout 0.3
 
 
 @register_model_architecture("tree2seq", "tree2seq_multi30k_tiny")

@@ -77,3 +77,35 @@ def test_tree2seq_wmt_en_de_is_fairseqs_transformer_base_with_the_tree_defaults(
     assert (args.encoder_embed_dim, args.encoder_ffn_embed_dim, args.encoder_attention_heads, args.encoder_layers,
             args.decoder_embed_dim, args.decoder_layers) == (512, 2048, 8, 6, 512, 6)
     assert (args.tree_kernels, args.tree_compile, args.tree_compile_backend) == ("eager", False, "inductor")
+
+
+@pytest.mark.parametrize("ours,fairseqs", [("tree2seq_wmt_en_de", "transformer_wmt_en_de"),
+                                           ("tree2seq_wmt_en_de_big", "transformer_vaswani_wmt_en_de_big"),
+                                           ("tree2seq_iwslt_de_en", "transformer_iwslt_de_en")])
+def test_the_wmt_and_iwslt_presets_are_fairseqs_own_plus_the_tree_flags(ours, fairseqs):
+    """Every option fairseq's preset sets has its value in ours (d, FFN, heads, layers, dropout 0.3 of the big
+    model ...); ours adds only the tree flags, at the paper's defaults."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    from fairseq_tree.models.tree2seq_transformer import TREE_FLAGS, Tree2SeqConfig
+
+    theirs, mine = argparse.Namespace(), argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[fairseqs](theirs)
+    ARCH_CONFIG_REGISTRY[ours](mine)
+    assert {k: getattr(mine, k, "unset") for k in vars(theirs)} == vars(theirs)
+    assert set(vars(mine)) - set(vars(theirs)) == set(TREE_FLAGS)
+    assert all(getattr(mine, k) == getattr(Tree2SeqConfig(), k) for k in TREE_FLAGS)
+
+
+@pytest.mark.parametrize("arch,sizes", [("tree2seq_tiny", (64, 128, 2, 2)),
+                                        ("tree2seq_multi30k_tiny", (128, 256, 4, 4))])
+def test_the_small_tree2seq_presets_have_their_documented_sizes(arch, sizes):
+    """(d, FFN, heads, layers) on both sides: the tests' tiny model, and Wu et al. 2021's Multi30k
+    ``transformer_tiny`` (d 128, FFN 256, 4 heads, 4 + 4 layers) that the anchor rows are measured at."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](args)
+    for side in ("encoder", "decoder"):
+        assert tuple(getattr(args, f"{side}_{k}") for k in ("embed_dim", "ffn_embed_dim", "attention_heads",
+                                                              "layers")) == sizes
