@@ -123,8 +123,7 @@ def bench_trees(kind, models, data, arch, lengths, tokens, steps, vocab, labels,
           + ", ".join(f"{run} {r['first']:.2f}" for run, r in first.items()))
     for n in lengths:
         bsz = max(1, tokens // n)
-        spec = [str(data), arch, n, bsz, vocab, labels, 0, str(codes) if kind == "ptb" else None, str(ptb)]
-        batch = batch_from_spec(spec, device)
+        batch = step_batch(data, arch, n, tokens, vocab, labels, codes, ptb, kind, device)
         m_over_n = batch[1]["src_spans"].size(1) and float(
             (batch[1]["src_nodes"] != 1).sum() / (batch[0]["src_tokens"] != 1).sum())
         timed = alternate({run: make_step(models[KINDS[run]][1], *run_inputs(run, batch), batch[3], device, amp)
