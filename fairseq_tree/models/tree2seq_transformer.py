@@ -30,6 +30,7 @@ from fairseq.models.transformer import (
     TransformerDecoderBase,
     TransformerModel,
     base_architecture,
+    transformer_iwslt_de_en,
     transformer_vaswani_wmt_en_de_big,
 )
 from fairseq.modules import FairseqDropout, LayerNorm, PositionalEmbedding
@@ -526,8 +527,8 @@ def tree2seq_base(args):
 
 @register_model_architecture("tree2seq", "tree2seq_iwslt_de_en")
 def tree2seq_iwslt_de_en(args):
-    _size(args, dim=512, ffn=1024, heads=4, layers=6)
-    tree2seq_base(args)
+    tree_defaults(args)
+    transformer_iwslt_de_en(args)  # fairseq's: d 512, FFN 1024, 4 heads, 6 + 6 layers
 
 
 @register_model_architecture("tree2seq", "tree2seq_wmt_en_de")

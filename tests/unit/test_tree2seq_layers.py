@@ -12,7 +12,6 @@ from tree_reference import collate, random_tree
 
 import fairseq_tree  # noqa: F401  (registers the models and tasks)
 from fairseq_tree.models.tree2seq_transformer import MAX_FUTURE_MASK, Tree2SeqModel
-from fairseq_tree.modules.tree_structure import TreeStructure
 from fairseq_tree.tasks.tree_translation import TreeTranslationConfig, TreeTranslationTask
 
 
@@ -84,7 +83,7 @@ def test_encoder_states_are_empty_unless_asked_and_then_each_layers_output():
     T = tokens.size(1) + nodes.size(1)
     assert [tuple(s.shape) for s in every["encoder_states"]] == [(T, 2, 64)] * 3  # input + 2 layers
     torch.testing.assert_close(every["encoder_states"][-1], plain["encoder_out"][0])
-    tree = TreeStructure.build(spans, nodes.eq(1), tokens.eq(1))
+    tree = model.encoder.build_tree(tokens, nodes, spans)
     x1, _ = model.encoder.layers[0](every["encoder_states"][0], tree)
     torch.testing.assert_close(every["encoder_states"][1], x1)
 
