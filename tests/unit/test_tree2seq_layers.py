@@ -132,3 +132,20 @@ def test_return_attention_gives_each_layers_probabilities_over_the_live_keys():
             rows = p[:, b][:, ~pad[b]]  # [H, live queries, T]
             torch.testing.assert_close(rows.sum(-1), torch.ones_like(rows[..., 0]))
             assert bool(rows[..., pad[b]].eq(0).all()) and bool(rows[..., ~pad[b]].gt(0).any(-1).all())
+
+
+def test_reorder_encoder_out_is_the_encoding_of_the_reordered_batch():
+    """Beam search's reorder (new_order over sentences, here [1, 0, 0]): the outputs, states, padding masks and
+    trees are those of encoding the sentences in that order."""
+    model = _model()
+    tokens, nodes, spans = _batch()
+    order = torch.tensor([1, 0, 0])
+    with torch.no_grad():
+        out = model.encoder(tokens, src_nodes=nodes, src_spans=spans, return_all_hiddens=True)
+        moved = model.encoder.reorder_encoder_out(out, order)
+        want = model.encoder(tokens[order], src_nodes=nodes[order], src_spans=spans[order], return_all_hiddens=True)
+    torch.testing.assert_close(moved["encoder_out"][0], want["encoder_out"][0])
+    torch.testing.assert_close(moved["encoder_padding_mask"][0], want["encoder_padding_mask"][0])
+    for a, b in zip(moved["encoder_states"], want["encoder_states"]):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(moved["tree"][0].pad_mask, want["tree"][0].pad_mask)
