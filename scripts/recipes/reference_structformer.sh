@@ -34,6 +34,7 @@ SEED=${SEED:-1111}
 PY=${PYTHON:-python}
 case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac  # their run starts in REF
 export OMP_NUM_THREADS=${THREADS:-1} MKL_NUM_THREADS=${THREADS:-1}
+export PYTHONUNBUFFERED=1  # their loop's progress lines reach train.log as they print, not at the end
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 ADAPT="$PY $REPO/scripts/reference/authors_structformer.py"

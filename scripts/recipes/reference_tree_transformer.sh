@@ -29,6 +29,7 @@ UPDATES=${UPDATES:-"1000 2000 5000 10000"}
 SIZE=${SIZE---layers 6 --d-model 256 --heads 4 --d-ff 1024}
 PY=${PYTHON:-python}
 export OMP_NUM_THREADS=${THREADS:-1} MKL_NUM_THREADS=${THREADS:-1}
+export PYTHONUNBUFFERED=1  # their loop's progress lines reach train.log as they print, not at the end
 export PATH=$(dirname "$(command -v "$PY")"):$PATH
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 ADAPT="$PY $REPO/scripts/reference/authors_tree_transformer.py"
