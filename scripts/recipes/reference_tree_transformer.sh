@@ -14,11 +14,12 @@
 #        SEED=1  THREADS=1  CUDA=0|1
 #
 # Their batches (64 sentences, masked as their data_utils does) and optimiser (Adam lr 1e-4, (0.9, 0.98), eps 1e-9,
-# clip 1.5) as in their code. One training run keeps the model after each UPDATES count (OUT/stage_U.pt); each
+# clip 1.5) as in their code. Training keeps the model after each UPDATES count (OUT/stage_U.pt); each
 # stage is parsed by their parse code (threshold 0.8, from the top layer) and scored once (OUT/scores_U.txt); a row
-# per stage goes to OUT/rows.txt. Rerunning skips what exists; a missing stage resumes from the largest stage below
-# it (weights, their Adam, random states, the batcher's place: the same stages as one uninterrupted run on CPU),
-# so a long run goes on in slices: UPDATES="1000", later UPDATES="1000 2000 5000".
+# per stage goes to OUT/rows.txt. Each stage is trained on from the one before it and scored before the next one
+# trains (weights, their Adam, random states, the batcher's place: the same stages as one uninterrupted run on CPU),
+# so a run stopped midway keeps its scored stages; rerunning skips what exists, and a long run goes on in slices:
+# UPDATES="1000", later UPDATES="1000 2000 5000". train.log gathers the slices' logs.
 # Data adapter and the list of what differs from running their README: scripts/reference/authors_tree_transformer.py.
 set -euo pipefail
 SHARED=${1:-../shared}
@@ -44,12 +45,14 @@ if [ -z "${REF:-}" ]; then
 fi
 CUDA_FLAG=(); [ "${CUDA:-0}" = 1 ] && CUDA_FLAG=(--cuda)
 
-# shellcheck disable=SC2086  # SIZE is a list of flags
-$ADAPT train --corpus-dir "$WORK/$CORPUS" --ref "$REF" --out "$OUT" --updates $UPDATES $SIZE \
-  --seed "${SEED:-1}" "${CUDA_FLAG[@]}" > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log" >&2; exit 1; }
-echo "== $(tail -1 "$OUT/train.log")"
 : > "$OUT/rows.txt.tmp"
 for u in $UPDATES; do
+  if [ ! -f "$OUT/stage_$u.pt" ]; then  # trains on from the largest stage below u: a stage is scored as it lands
+    # shellcheck disable=SC2086  # SIZE is a list of flags
+    $ADAPT train --corpus-dir "$WORK/$CORPUS" --ref "$REF" --out "$OUT" --updates "$u" $SIZE \
+      --seed "${SEED:-1}" "${CUDA_FLAG[@]}" >> "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log" >&2; exit 1; }
+    echo "== $(tail -1 "$OUT/train.log")"
+  fi
   if [ ! -f "$OUT/scores_$u.txt" ]; then
     $ADAPT parse --ref "$REF" --checkpoint "$OUT/stage_$u.pt" --dict "$WORK/$CORPUS/data-bin/dict.txt" \
       --treebank "$D/wsj22/wsj22.mrg" --out-trees "$OUT/wsj22_$u.trees" "${CUDA_FLAG[@]}" > /dev/null

@@ -4,8 +4,9 @@ fairseq-tree-score, and our dictionary's words handed to their Dictionary in ord
 scripts/reference/authors_tree_transformer.py (the authors' Tree Transformer runs): our dictionary as their
 vocabulary, their text2id/test() inputs, the evaluation's words, their dump_tree trees written for the scorer; with
 their code (FAIRSEQ_TREE_REF_TT, a local copy; skipped without), that our text2id is theirs, that the written trees
-are their build_tree brackets, that stage_K is their model after K updates, and that constituent_transformer
-with the code flags computes their model given its weights."""
+are their build_tree brackets, that stage_K is their model after K updates, that the recipe scores each stage
+before training the next, and that constituent_transformer with the code flags computes their model given its
+weights."""
 
 import argparse
 import importlib.util
@@ -319,6 +320,46 @@ def test_tt_a_resumed_run_gives_the_uninterrupted_runs_stages(tt, tmp_path):
     assert parts["resume"]["lines_read"] == whole["resume"]["lines_read"] > 140  # past the first epoch
     one = torch.load(tmp_path / "parts" / "stage_1.pt", weights_only=True)
     assert not torch.equal(one["state_dict"]["proj.weight"], parts["state_dict"]["proj.weight"])
+
+
+@needs_their_code
+def test_tt_recipe_scores_each_stage_before_training_the_next(tmp_path):
+    """scripts/recipes/reference_tree_transformer.sh with UPDATES="1 3": stage 1 is trained, parsed and scored
+    before stage 3 trains in a slice of its own, resumed from stage 1, so a run stopped between stages keeps the
+    scores it has; train.log gathers both slices; rows.txt has a row a stage; a rerun trains and scores nothing."""
+    import subprocess
+    import sys
+    shared, work = tmp_path / "shared", tmp_path / "work"
+    (shared / "data" / "wsj22").mkdir(parents=True)
+    (shared / "data" / "wsj22" / "wsj22.mrg").write_text(
+        "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (NP (DT the) (NN cat)))))\n"
+        "(TOP (S (NP (NN Cat)) (VP (VBD sat) (NP (DT the) (NN cat)))))\n", encoding="utf-8")
+    corpus = work / "wsj"
+    (corpus / "text").mkdir(parents=True)
+    (corpus / "data-bin").mkdir()
+    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
+    words = ("the", "cat", "sat")
+    lines = [" ".join(words[(i + j) % 3] for j in range(5 + i % 11)) for i in range(140)]
+    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = work / "ref"
+    env = dict(os.environ, REF=TT_REF, CORPUS="wsj", UPDATES="1 3", PYTHON=sys.executable,
+               SIZE="--layers 3 --d-model 16 --heads 2 --d-ff 16")
+    cmd = ["bash", str(ROOT / "scripts" / "recipes" / "reference_tree_transformer.sh"), str(shared), str(work),
+           str(out)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert "stages=[1] trained_to=1 size=" in log and "stages=[3] trained_to=3 " in log
+    assert log.rstrip().endswith("resumed_from=1")  # the second slice went on from stage 1
+    assert (out / "scores_1.txt").stat().st_mtime_ns < (out / "stage_3.pt").stat().st_mtime_ns
+    rows = (out / "rows.txt").read_text(encoding="utf-8").splitlines()
+    assert [r.split(" uf1=")[0] for r in rows] == ["corpus=wsj updates=1", "corpus=wsj updates=3"]
+    for k in (1, 3):
+        assert json.loads((out / f"scores_{k}.txt").read_text().splitlines()[-1])["sentences"] == 2
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*_[13].*")}
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and (out / "train.log").read_text(encoding="utf-8") == log
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*_[13].*")} == before
 
 
 @needs_their_code
