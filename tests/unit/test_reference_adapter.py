@@ -256,19 +256,31 @@ def test_tt_trees_are_their_build_tree_brackets(tt):
     assert tt.tree_line(their.parse, probs, 0, [], 0.8) == ""
 
 
+#: a tiny Tree Transformer for the tests that train their code
+TT_TINY = ["--layers", "3", "--d-model", "16", "--heads", "2", "--d-ff", "16"]
+
+
+def tt_corpus(root: Path, lines) -> Path:
+    """A corpus folder as induction_wsj.sh writes it (text/train.txt, data-bin/dict.txt "the cat sat") -> its path."""
+    (root / "text").mkdir(parents=True)
+    (root / "data-bin").mkdir()
+    (root / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
+    (root / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+#: 140 lines of 5-15 words: 64-sentence batches cross an epoch's end at update 3
+VARIED = [" ".join(("the", "cat", "sat")[(i + j) % 3] for j in range(5 + i % 11)) for i in range(140)]
+
+
 @needs_their_code
 def test_tt_stage_k_is_their_model_after_k_updates(tt, tmp_path):
     import torch
-    corpus = tmp_path / "corpus"
-    (corpus / "text").mkdir(parents=True)
-    (corpus / "data-bin").mkdir()
-    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
-    lines = [" ".join(["the cat sat"] * 7)] * 140  # 22 tokens: nearly every line gets a masked word
-    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # 22 tokens a line: nearly every line gets a masked word
+    corpus = tt_corpus(tmp_path / "corpus", [" ".join(["the cat sat"] * 7)] * 140)
     out = tmp_path / "out"
-    size = ["--layers", "3", "--d-model", "16", "--heads", "2", "--d-ff", "16"]
     tt.main(["train", "--corpus-dir", str(corpus), "--ref", TT_REF, "--out", str(out), "--updates", "1", "3",
-             *size])
+             *TT_TINY])
     one, three = (torch.load(out / f"stage_{k}.pt", weights_only=True) for k in (1, 3))
     theirs = torch.load(out / "model" / "model.pth", weights_only=True)  # their loop saves at step 0: 1 update
     assert theirs["step"] == 0 and (one["step"], three["step"]) == (1, 3)
@@ -295,18 +307,11 @@ def test_tt_a_resumed_run_gives_the_uninterrupted_runs_stages(tt, tmp_path):
     Adam, the random states, the batcher's place in the lines: 140 lines of 64-sentence batches cross an epoch's
     end at update 3): the same weights and Adam moments, exactly, as the uninterrupted run (CPU)."""
     import torch
-    corpus = tmp_path / "corpus"
-    (corpus / "text").mkdir(parents=True)
-    (corpus / "data-bin").mkdir()
-    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
-    words = ("the", "cat", "sat")
-    lines = [" ".join(words[(i + j) % 3] for j in range(5 + i % 11)) for i in range(140)]  # varied lines
-    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    size = ["--layers", "3", "--d-model", "16", "--heads", "2", "--d-ff", "16"]
+    corpus = tt_corpus(tmp_path / "corpus", VARIED)
 
     def train(out, *updates):
         tt.main(["train", "--corpus-dir", str(corpus), "--ref", TT_REF, "--out", str(out), "--updates",
-                 *map(str, updates), *size])
+                 *map(str, updates), *TT_TINY])
 
     train(tmp_path / "whole", 1, 5)
     train(tmp_path / "parts", 1)
@@ -334,16 +339,9 @@ def test_tt_recipe_scores_each_stage_before_training_the_next(tmp_path):
     (shared / "data" / "wsj22" / "wsj22.mrg").write_text(
         "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (NP (DT the) (NN cat)))))\n"
         "(TOP (S (NP (NN Cat)) (VP (VBD sat) (NP (DT the) (NN cat)))))\n", encoding="utf-8")
-    corpus = work / "wsj"
-    (corpus / "text").mkdir(parents=True)
-    (corpus / "data-bin").mkdir()
-    (corpus / "data-bin" / "dict.txt").write_text("the 3\ncat 2\nsat 1\n", encoding="utf-8")
-    words = ("the", "cat", "sat")
-    lines = [" ".join(words[(i + j) % 3] for j in range(5 + i % 11)) for i in range(140)]
-    (corpus / "text" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tt_corpus(work / "wsj", VARIED)
     out = work / "ref"
-    env = dict(os.environ, REF=TT_REF, CORPUS="wsj", UPDATES="1 3", PYTHON=sys.executable,
-               SIZE="--layers 3 --d-model 16 --heads 2 --d-ff 16")
+    env = dict(os.environ, REF=TT_REF, CORPUS="wsj", UPDATES="1 3", PYTHON=sys.executable, SIZE=" ".join(TT_TINY))
     cmd = ["bash", str(ROOT / "scripts" / "recipes" / "reference_tree_transformer.sh"), str(shared), str(work),
            str(out)]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
