@@ -23,6 +23,15 @@ BIN = Path(sys.executable).parent  # the venv's console scripts (fairseq-train, 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def load_script(path: Path):
+    """A script of scripts/ (not a package) as a module, for tests of its functions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def run_command(*cmd):
     """Run a CLI from the repo root with one thread; -> CompletedProcess, AssertionError (stderr tail) on failure."""
     import subprocess

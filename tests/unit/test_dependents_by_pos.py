@@ -2,22 +2,18 @@
 predicted the gold way, reversed or neither, counted by hand on three sentences (one with punctuation the scorer
 drops, predicted over its words only)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def script():
-    path = ROOT / "scripts" / "diagnostics" / "dependents_by_pos.py"
-    spec = importlib.util.spec_from_file_location("dependents_by_pos", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "scripts" / "diagnostics" / "dependents_by_pos.py")
 
 
 def _conll(rows):
